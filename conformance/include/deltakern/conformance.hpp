@@ -1,0 +1,54 @@
+// The conformance suite as a library: the checks that every backend must pass, run
+// against one backend forced through the dispatcher, on one device. The Boost.Test
+// suite (tests/) and `deltakern conformance` both run these; the float64 reference
+// lives here and shares no code with any backend.
+#pragma once
+
+#include <deltakern/runtime.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace deltakern::conformance {
+
+// One backend on one device it can run on here.
+struct Target {
+  std::string backend;
+  DLDevice device{kDLCPU, 0};
+  std::string label() const;  // "portable/cpu", "native/cuda:0"
+};
+
+// Every loaded backend x every device it declares and can use on this machine.
+std::vector<Target> targets(const Runtime& runtime);
+
+struct Case {
+  std::string op;    // "causal_conv1d_varlen", "causal_conv1d_update", or "contract"
+  std::string name;  // unique within the target: "bf16/w4/channel_last/bias/silu/init"
+  // Runs the case against `runtime`, which must force the target's backend. Returns an
+  // empty string when every check held, else what failed (first differing element...).
+  std::function<std::string(Runtime& runtime, const Target& target)> run;
+};
+
+// The case list for a target: every dtype, width, layout the backend declares, bias
+// on/off, activations, initial state on/off, edge lengths, padded slots, contracts,
+// sync counts, derived-vs-host bit identity, prefill-then-updates equivalence.
+std::vector<Case> cases(const Runtime& runtime, const Target& target);
+
+struct CaseResult {
+  Target target;
+  std::string op, name;
+  bool passed = false;
+  std::string detail;
+};
+
+struct Summary {
+  std::vector<CaseResult> results;
+  int passed = 0, failed = 0;
+};
+
+// Builds a Runtime forcing each target's backend (from `base`), runs every case.
+Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
+            const std::function<void(const CaseResult&)>& on_result = {});
+
+}  // namespace deltakern::conformance

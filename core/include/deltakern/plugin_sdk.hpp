@@ -1,0 +1,248 @@
+// deltakern plugin SDK: the small C++ layer a plugin includes to unpack a dk_call into
+// typed arguments, build results and turn exceptions into status codes. Header-only, so
+// a plugin links nothing of the core.
+#pragma once
+
+#include <deltakern/op_schemas.h>
+#include <deltakern/plugin_abi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace deltakern::plugin {
+
+// Thrown inside a plugin, turned into a status code by guarded().
+class Failure : public std::runtime_error {
+ public:
+  Failure(dk_status status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  dk_status status() const noexcept { return status_; }
+
+ private:
+  dk_status status_;
+};
+
+inline void write_message(char* buf, size_t size, std::string_view text) noexcept {
+  if (buf == nullptr || size == 0) return;
+  const size_t n = std::min(size - 1, text.size());
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+}
+
+// Runs f, mapping exceptions to a status and a message: nothing may unwind across the ABI.
+template <class F>
+int32_t guarded(char* error, size_t error_size, F&& f) noexcept {
+  try {
+    f();
+    return DK_OK;
+  } catch (const Failure& e) {
+    write_message(error, error_size, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    write_message(error, error_size, "out of host memory");
+    return DK_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    write_message(error, error_size, e.what());
+    return DK_ERR_INTERNAL;
+  } catch (...) {
+    write_message(error, error_size, "unknown exception");
+    return DK_ERR_INTERNAL;
+  }
+}
+
+// ---- dtypes
+
+inline bool is_dtype(const DLDataType& t, uint8_t code, uint8_t bits) {
+  return t.code == code && t.bits == bits && t.lanes == 1;
+}
+inline bool is_f32(const DLDataType& t) { return is_dtype(t, kDLFloat, 32); }
+inline bool is_f16(const DLDataType& t) { return is_dtype(t, kDLFloat, 16); }
+inline bool is_bf16(const DLDataType& t) { return is_dtype(t, kDLBfloat, 16); }
+inline bool is_i32(const DLDataType& t) { return is_dtype(t, kDLInt, 32); }
+inline bool same_dtype(const DLDataType& a, const DLDataType& b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+// ---- tensor geometry (strides in elements; NULL strides mean compact row-major)
+
+inline int64_t stride_of(const DLTensor& t, int dim) {
+  if (t.strides != nullptr) return t.strides[dim];
+  int64_t s = 1;
+  for (int d = t.ndim - 1; d > dim; --d) s *= t.shape[d];
+  return s;
+}
+inline int64_t numel(const DLTensor& t) {
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
+  return n;
+}
+// Base address of element 0, byte_offset applied.
+template <class T>
+inline T* data_of(const DLTensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+}
+
+// ---- typed arguments (the core has validated shapes, dtypes and devices already)
+
+enum class Activation { none, silu };
+
+inline Activation parse_activation(const dk_scalar& s) {
+  if (s.kind != DK_SCALAR_STRING || s.s == nullptr)
+    throw Failure(DK_ERR_INVALID_ARGUMENT, "activation: expected a string");
+  const std::string_view v = s.s;
+  if (v == "none") return Activation::none;
+  if (v == "silu") return Activation::silu;
+  throw Failure(DK_ERR_INVALID_ARGUMENT, "activation: expected \"none\" or \"silu\", got \"" + std::string(v) + "\"");
+}
+
+struct VarlenArgs {
+  const DLTensor* x;                  // (D, T)
+  const DLTensor* weight;             // (D, W)
+  const DLTensor* bias;               // (D) or nullptr
+  const DLTensor* conv_states;        // (lines, D, S)
+  const DLTensor* query_start_loc;    // (batch+1) int32
+  const DLTensor* cache_indices;      // (batch) int32 or nullptr
+  const DLTensor* has_initial_state;  // (batch) uint8 or nullptr
+  Activation activation;
+  int64_t pad_slot_id;
+  std::optional<int64_t> max_seq_len;
+  void* stream;
+
+  int64_t dim() const { return x->shape[0]; }
+  int64_t tokens() const { return x->shape[1]; }
+  int64_t width() const { return weight->shape[1]; }
+  int64_t batch() const { return query_start_loc->shape[0] - 1; }
+  int64_t state_len() const { return conv_states->shape[2]; }
+  bool channel_last() const { return x->shape[0] > 1 && stride_of(*x, 0) == 1 && stride_of(*x, 1) != 1; }
+};
+
+struct UpdateArgs {
+  const DLTensor* x;                   // (batch, D) or (batch, D, Tq)
+  const DLTensor* conv_state;          // (lines, D, S)
+  const DLTensor* weight;              // (D, W)
+  const DLTensor* bias;                // (D) or nullptr
+  const DLTensor* conv_state_indices;  // (batch) int32 or nullptr
+  const DLTensor* cache_seqlens;       // (batch) int32 or nullptr: shift mode
+  Activation activation;
+  int64_t pad_slot_id;
+  void* stream;
+
+  int64_t batch() const { return x->shape[0]; }
+  int64_t dim() const { return x->shape[1]; }
+  int64_t tokens() const { return x->ndim == 3 ? x->shape[2] : 1; }  // Tq
+  int64_t width() const { return weight->shape[1]; }
+  int64_t state_len() const { return conv_state->shape[2]; }
+};
+
+inline void require_arity(const dk_call& call, size_t tensors, size_t scalars, const char* op) {
+  if (call.struct_size < sizeof(dk_call) || call.n_tensors != tensors || call.n_scalars != scalars)
+    throw Failure(DK_ERR_INVALID_ARGUMENT, std::string(op) + ": malformed call (argument count)");
+}
+
+inline VarlenArgs unpack_varlen(const dk_call& call) {
+  require_arity(call, DK_VARLEN_N_TENSORS, DK_VARLEN_N_SCALARS, DK_OP_CAUSAL_CONV1D_VARLEN);
+  const auto* t = call.tensors;
+  const auto* s = call.scalars;
+  VarlenArgs a{t[DK_VARLEN_X], t[DK_VARLEN_WEIGHT], t[DK_VARLEN_BIAS], t[DK_VARLEN_CONV_STATES],
+               t[DK_VARLEN_QUERY_START_LOC], t[DK_VARLEN_CACHE_INDICES], t[DK_VARLEN_HAS_INITIAL_STATE],
+               parse_activation(s[DK_VARLEN_ACTIVATION]), s[DK_VARLEN_PAD_SLOT_ID].i, std::nullopt, call.stream};
+  if (s[DK_VARLEN_MAX_SEQ_LEN].kind == DK_SCALAR_INT) a.max_seq_len = s[DK_VARLEN_MAX_SEQ_LEN].i;
+  return a;
+}
+
+inline UpdateArgs unpack_update(const dk_call& call) {
+  require_arity(call, DK_UPDATE_N_TENSORS, DK_UPDATE_N_SCALARS, DK_OP_CAUSAL_CONV1D_UPDATE);
+  const auto* t = call.tensors;
+  const auto* s = call.scalars;
+  return UpdateArgs{t[DK_UPDATE_X], t[DK_UPDATE_CONV_STATE], t[DK_UPDATE_WEIGHT], t[DK_UPDATE_BIAS],
+                    t[DK_UPDATE_CONV_STATE_INDICES], t[DK_UPDATE_CACHE_SEQLENS],
+                    parse_activation(s[DK_UPDATE_ACTIVATION]), s[DK_UPDATE_PAD_SLOT_ID].i, call.stream};
+}
+
+// ---- results
+
+namespace detail {
+struct ManagedResult {
+  DLManagedTensor managed{};
+  int64_t shape[4]{};
+  int64_t strides[4]{};
+  const dk_host* host = nullptr;  // non-null: data was allocated through host->alloc
+  void* stream = nullptr;
+};
+inline void delete_managed_result(DLManagedTensor* self) {
+  auto* r = static_cast<ManagedResult*>(self->manager_ctx);
+  if (r->host != nullptr && r->managed.dl_tensor.data != nullptr)
+    r->host->release(r->host->ctx, r->managed.dl_tensor.device, r->managed.dl_tensor.data, r->stream);
+  delete r;
+}
+}  // namespace detail
+
+// A result that aliases an input (the in-place contract): a view of t, owning nothing
+// but its own shape and strides.
+inline DLManagedTensor* make_view_result(const DLTensor& t) {
+  if (t.ndim > 4) throw Failure(DK_ERR_INTERNAL, "make_view_result: rank > 4");
+  auto* r = new detail::ManagedResult;
+  r->managed.dl_tensor = t;
+  for (int d = 0; d < t.ndim; ++d) {
+    r->shape[d] = t.shape[d];
+    r->strides[d] = stride_of(t, d);
+  }
+  r->managed.dl_tensor.shape = r->shape;
+  r->managed.dl_tensor.strides = r->strides;
+  r->managed.manager_ctx = r;
+  r->managed.deleter = detail::delete_managed_result;
+  return &r->managed;
+}
+
+// A fresh tensor (the fresh-output contract) with the given shape and strides (elements),
+// allocated through the core's allocator on `stream`. Contents are uninitialised.
+inline DLManagedTensor* make_fresh_result(const dk_host& host, DLDevice device, DLDataType dtype, int ndim,
+                                          const int64_t* shape, const int64_t* strides, void* stream) {
+  if (ndim > 4) throw Failure(DK_ERR_INTERNAL, "make_fresh_result: rank > 4");
+  int64_t extent = 1;  // elements spanned, from the largest offset
+  bool empty = false;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 0) empty = true;
+    extent += (shape[d] - 1) * strides[d];
+  }
+  const size_t bytes = empty ? 0 : static_cast<size_t>(extent) * ((dtype.bits * dtype.lanes + 7) / 8);
+  auto* r = new detail::ManagedResult;
+  r->host = &host;
+  r->stream = stream;
+  void* data = nullptr;
+  if (bytes > 0) {
+    const int32_t st = host.alloc(host.ctx, device, bytes, stream, &data);
+    if (st != DK_OK || data == nullptr) {
+      delete r;
+      throw Failure(DK_ERR_OUT_OF_MEMORY, "allocating " + std::to_string(bytes) + " bytes for the output failed");
+    }
+  }
+  DLTensor& t = r->managed.dl_tensor;
+  t.data = data;
+  t.device = device;
+  t.ndim = ndim;
+  t.dtype = dtype;
+  t.byte_offset = 0;
+  for (int d = 0; d < ndim; ++d) {
+    r->shape[d] = shape[d];
+    r->strides[d] = strides[d];
+  }
+  t.shape = r->shape;
+  t.strides = r->strides;
+  r->managed.manager_ctx = r;
+  r->managed.deleter = detail::delete_managed_result;
+  return &r->managed;
+}
+
+// Logging through the core's sinks.
+inline void log(const dk_host* host, dk_log_level level, const std::string& msg) {
+  if (host != nullptr && host->log != nullptr) host->log(host->ctx, level, msg.c_str());
+}
+
+}  // namespace deltakern::plugin

@@ -1,0 +1,143 @@
+// deltakern runtime: plugin discovery, configuration and per-call backend selection.
+// Engines normally use the free functions of deltakern.hpp (they go through
+// Runtime::global()); tools, tests and benchmarks build their own Runtime.
+#pragma once
+
+#include <deltakern/deltakern.hpp>
+#include <deltakern/plugin_abi.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deltakern {
+
+struct RuntimeOptions {
+  // Read DELTAKERN_CONFIG, DELTAKERN_PLUGIN_PATH and DELTAKERN_BACKEND.
+  bool read_environment = true;
+  // A config file (used when DELTAKERN_CONFIG is unset); none: the built-in defaults.
+  std::optional<std::filesystem::path> config_file;
+  // Searched before the config's plugins.search_paths (after DELTAKERN_PLUGIN_PATH).
+  std::vector<std::filesystem::path> plugin_path;
+  // Individual plugin files loaded before any search path (deltakern conformance --plugin).
+  std::vector<std::filesystem::path> plugin_files;
+  // Search the install's and the build tree's plugin directories.
+  bool search_default_dirs = true;
+  // Serve every call with this backend or fail (DELTAKERN_BACKEND wins when set).
+  std::optional<std::string> force_backend;
+};
+
+enum class Layout { time_contiguous, channel_last };
+const char* to_string(Layout layout);
+
+// What a backend declares for one op.
+struct OpInfo {
+  std::string name;
+  std::string schema;  // as the plugin declared it, alias annotations included
+  struct Device {
+    DLDeviceType type;
+    int min_compute_capability;  // CUDA only
+    bool derives_max_seq_len;    // one read_to_host when max_seq_len is omitted
+    bool graph_capturable;
+  };
+  std::vector<Device> devices;
+  std::vector<DLDataType> dtypes;
+  int min_width = 0, max_width = 0;
+  std::vector<Layout> layouts;
+  // The mutation contract read off the schema.
+  std::vector<std::string> mutated;   // arguments annotated (x!)
+  std::optional<std::string> returns_alias_of;  // "x" for -> Tensor(a) with Tensor(a!) x
+};
+
+struct PluginInfo {
+  enum class State { loaded, rejected };
+  std::string name;  // empty when the library was rejected before its name was read
+  std::string version;
+  std::filesystem::path path;
+  uint16_t abi_major = 0, abi_minor = 0;
+  State state = State::rejected;
+  std::string reason;  // why rejected
+  struct DeviceStatus {
+    DLDeviceType type;
+    bool available;
+    std::string reason;  // why unavailable
+  };
+  std::vector<DeviceStatus> devices;  // one per device type any op declares
+  std::vector<OpInfo> ops;
+};
+
+// The properties of a call that selection depends on (and the decision cache key).
+struct CallSignature {
+  std::string op;
+  DLDevice device{kDLCPU, 0};
+  DLDataType dtype{kDLFloat, 32, 1};         // x
+  DLDataType weight_dtype{kDLFloat, 32, 1};
+  DLDataType state_dtype{kDLFloat, 32, 1};
+  std::optional<DLDataType> bias_dtype;
+  int width = 4;
+  Layout layout = Layout::time_contiguous;
+  bool max_seq_len_given = true;
+};
+
+struct Decision {
+  std::optional<std::string> backend;  // none: no backend can serve the call
+  std::string why;                     // why this backend (forced, config order, op override)
+  struct PassedOver {
+    std::string backend;
+    std::string reason;
+  };
+  std::vector<PassedOver> passed_over;  // in preference order
+  std::string describe() const;         // a readable multi-line explanation
+};
+
+// A backend's op entry, bound to its plugin instance: what the dispatcher calls.
+struct BoundOp {
+  const dk_op* op = nullptr;
+  void* plugin = nullptr;
+  DLManagedTensor* run(const dk_call& call) const;  // throws Error on failure
+};
+
+// The memory fresh outputs come from. The default is aligned host memory on the CPU and
+// cudaMallocAsync on the call's stream on CUDA (stream-ordered, legal inside capture).
+// An engine installs its own (its caching allocator) before the first call.
+struct Allocator {
+  std::function<void*(DLDevice device, size_t bytes, void* stream)> allocate;
+  std::function<void(DLDevice device, void* ptr, void* stream)> deallocate;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The process-wide runtime, built on first use from the environment and config.
+  static Runtime& global();
+
+  [[nodiscard]] Tensor causal_conv1d_varlen(const CausalConv1dVarlenArgs& args);
+  [[nodiscard]] Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args);
+  void check_errors(DLDevice device, void* stream);
+
+  const std::vector<PluginInfo>& plugins() const;
+  const PluginInfo* plugin(std::string_view name) const;  // loaded plugins only
+  std::vector<std::string> preference(std::string_view op) const;  // config order for op
+  std::optional<std::string> forced_backend() const;
+  std::filesystem::path config_file() const;  // empty: built-in defaults
+  std::vector<std::filesystem::path> search_path() const;
+
+  Decision explain(const CallSignature& signature) const;
+  BoundOp bound_op(std::string_view backend, std::string_view op) const;  // throws if absent
+
+  void set_allocator(Allocator allocator);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deltakern
