@@ -1,0 +1,51 @@
+#include "dl_names.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <charconv>
+
+namespace deltakern::cli {
+
+std::string dtype_name(DLDataType dtype) {
+  if (dtype.lanes == 1) {
+    if (dtype.code == kDLFloat && dtype.bits == 32) return "float32";
+    if (dtype.code == kDLFloat && dtype.bits == 16) return "float16";
+    if (dtype.code == kDLBfloat && dtype.bits == 16) return "bfloat16";
+    if (dtype.code == kDLInt) return fmt::format("int{}", dtype.bits);
+    if (dtype.code == kDLUInt) return fmt::format("uint{}", dtype.bits);
+  }
+  return fmt::format("dtype(code={}, bits={}, lanes={})", dtype.code, dtype.bits, dtype.lanes);
+}
+
+DLDataType parse_dtype(std::string_view name) {
+  if (name == "f32" || name == "float32" || name == "float") return {kDLFloat, 32, 1};
+  if (name == "f16" || name == "float16" || name == "half") return {kDLFloat, 16, 1};
+  if (name == "bf16" || name == "bfloat16") return {kDLBfloat, 16, 1};
+  throw CLI::ValidationError("--dtype", fmt::format("unknown dtype '{}' (f32, f16, bf16)", name));
+}
+
+std::string device_name(DLDeviceType type) {
+  switch (type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda";
+    default: return fmt::format("device{}", static_cast<int>(type));
+  }
+}
+
+DLDevice parse_device(std::string_view name) {
+  const auto colon = name.find(':');
+  const std::string_view kind = name.substr(0, colon);
+  int id = 0;
+  if (colon != std::string_view::npos) {
+    const std::string_view digits = name.substr(colon + 1);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || id < 0)
+      throw CLI::ValidationError("--device", fmt::format("bad device index in '{}'", name));
+  }
+  if (kind == "cpu") return {kDLCPU, id};
+  if (kind == "cuda") return {kDLCUDA, id};
+  throw CLI::ValidationError("--device", fmt::format("unknown device '{}' (cpu, cuda[:N])", name));
+}
+
+}  // namespace deltakern::cli
