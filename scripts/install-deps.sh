@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages deltakern builds against (run as root or with sudo).
+# The CUDA toolkit is optional: with nvcc on PATH the CUDA paths are built too.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+  cmake ninja-build g++ pkg-config \
+  libboost-dev libboost-test-dev \
+  libspdlog-dev libfmt-dev libtomlplusplus-dev libdlpack-dev libcli11-dev \
+  nlohmann-json3-dev libbenchmark-dev
