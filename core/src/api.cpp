@@ -1,1 +1,35 @@
-// placeholder: to be written
+// The free functions of deltakern.hpp: the process-wide runtime's calls, and small helpers.
+#include <fmt/core.h>
+#include <deltakern/deltakern.hpp>
+#include <deltakern/runtime.hpp>
+
+namespace deltakern {
+
+Tensor causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
+  return Runtime::global().causal_conv1d_varlen(args);
+}
+
+Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
+  return Runtime::global().causal_conv1d_update(args);
+}
+
+void check_errors(DLDevice device, void* stream) { Runtime::global().check_errors(device, stream); }
+
+Activation activation_from_string(std::string_view name) {
+  if (name == "none") return Activation::none;
+  if (name == "silu" || name == "swish") return Activation::silu;
+  throw Error(ErrorCode::invalid_argument,
+              fmt::format("activation: expected none, silu or swish, got '{}'", name));
+}
+
+const char* to_string(Layout layout) {
+  switch (layout) {
+    case Layout::time_contiguous:
+      return "time_contiguous";
+    case Layout::channel_last:
+      return "channel_last";
+  }
+  return "unknown";
+}
+
+}  // namespace deltakern

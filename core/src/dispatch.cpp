@@ -1,1 +1,155 @@
-// placeholder: to be written
+// The dispatcher's whole decision. For a call signature, the candidates are the forced
+// backend alone (never a silent fallback), else the op's preference order from the config.
+// The first candidate that is loaded, declares the op, the device (available here, with a
+// high-enough compute capability), x's dtype, the width and the layout, and whose
+// supports() accepts the call, serves it. Every other backend gets its reason.
+#include "dispatch.hpp"
+
+#include "cuda_services.hpp"
+#include "dlpack_util.hpp"
+#include "status.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <climits>
+
+namespace deltakern::detail {
+namespace {
+
+const PluginInfo* rejected_named(const Plugins& plugins, std::string_view name) {
+  for (const auto& info : plugins.infos)
+    if (info.state == PluginInfo::State::rejected && info.name == name) return &info;
+  return nullptr;
+}
+
+// Why `backend` cannot serve the call; nullopt when it can.
+std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins, const SignatureFields& s,
+                                 const dk_call& call) {
+  const dk_op* op = backend.ops[index_of(s.op)];
+  if (op == nullptr) return fmt::format("does not declare {}", op_name(s.op));
+  const PluginInfo& plugin = plugins.info(backend);
+  const OpInfo& declared = plugin.ops[backend.op_info[index_of(s.op)]];
+  const std::string device_type = device_type_name(s.device.device_type);
+
+  int min_capability = INT_MAX;
+  for (const auto& d : declared.devices)
+    if (d.type == s.device.device_type) min_capability = std::min(min_capability, d.min_compute_capability);
+  if (min_capability == INT_MAX) return fmt::format("does not declare device {}", device_type);
+  for (const auto& status : plugin.devices)
+    if (status.type == s.device.device_type && !status.available)
+      return fmt::format("unavailable on {}: {}", device_type, status.reason);
+  if (s.device.device_type == kDLCUDA && min_capability > 0) {
+    int capability = 0;
+    if (cuda::Failure f = cuda::compute_capability(s.device.device_id, capability))
+      return fmt::format("cannot query {}: {}", device_name(s.device), f);
+    if (capability < min_capability)
+      return fmt::format("needs compute capability {} or higher, {} has {}", min_capability,
+                         device_name(s.device), capability);
+  }
+
+  if (std::none_of(declared.dtypes.begin(), declared.dtypes.end(),
+                   [&](DLDataType t) { return same_dtype(t, s.x); }))
+    return fmt::format("does not declare dtype {}", dtype_name(s.x));
+  if (s.width < declared.min_width || s.width > declared.max_width)
+    return fmt::format("width {} outside {}..{}", s.width, declared.min_width, declared.max_width);
+  if (std::find(declared.layouts.begin(), declared.layouts.end(), s.layout) == declared.layouts.end())
+    return fmt::format("layout {} not declared", to_string(s.layout));
+
+  if (op->supports != nullptr) {
+    char why[512] = {};
+    int32_t status = DK_ERR_INTERNAL;
+    try {
+      status = op->supports(backend.instance, &call, why, sizeof why);
+    } catch (...) {
+      return std::string("supports(): threw an exception");
+    }
+    why[sizeof why - 1] = '\0';
+    if (status != DK_OK)
+      return fmt::format("supports(): {}",
+                         why[0] != '\0' ? std::string(why) : std::string(status_name(status)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plugins, const Config& config,
+              const std::optional<ForcedBackend>& forced) {
+  Choice choice;
+  Decision& d = choice.decision;
+  std::vector<std::string> candidates;
+  std::string unlisted;  // the reason given to loaded backends that were never candidates
+  if (forced) {
+    candidates = {forced->name};
+    d.why = forced->source == "DELTAKERN_BACKEND"
+                ? fmt::format("forced by DELTAKERN_BACKEND={}", forced->name)
+                : fmt::format("forced by {}", forced->source);
+    unlisted = "not the forced backend";
+  } else {
+    const BackendOrder& order = config.order_for(s.op);
+    candidates = order.names;
+    d.why = fmt::format("first in {} [{}] that can serve the call", order.key, fmt::join(order.names, ", "));
+    unlisted = fmt::format("not in {}", order.key);
+  }
+
+  for (const auto& name : candidates) {
+    if (d.backend) {
+      d.passed_over.push_back({name, fmt::format("lower in preference than '{}'", *d.backend)});
+      continue;
+    }
+    const Backend* backend = plugins.find(name);
+    std::optional<std::string> reason;
+    if (backend == nullptr) {
+      const PluginInfo* rejected = rejected_named(plugins, name);
+      reason = rejected != nullptr ? "rejected: " + rejected->reason : std::string("not installed");
+    } else {
+      reason = unfit(*backend, plugins, s, call);
+    }
+    if (reason) {
+      d.passed_over.push_back({name, std::move(*reason)});
+    } else {
+      d.backend = name;
+      choice.backend = backend;
+      choice.op = backend->ops[index_of(s.op)];
+    }
+  }
+  if (!d.backend && !forced) {
+    const BackendOrder& order = config.order_for(s.op);
+    d.why = fmt::format("nothing in {} [{}] can serve the call", order.key, fmt::join(order.names, ", "));
+  }
+  for (const auto& backend : plugins.backends)
+    if (std::find(candidates.begin(), candidates.end(), backend->name) == candidates.end())
+      d.passed_over.push_back({backend->name, unlisted});
+  return choice;
+}
+
+std::string summary(const SignatureFields& s) {
+  return fmt::format("{}, x {}, width {}, {}", device_name(s.device), dtype_name(s.x), s.width,
+                     to_string(s.layout));
+}
+
+std::string refusal(const SignatureFields& s, const Decision& decision,
+                    const std::optional<ForcedBackend>& forced) {
+  if (forced) {
+    const std::string reason =
+        decision.passed_over.empty() ? std::string("unknown") : decision.passed_over[0].reason;
+    return fmt::format("{}: forced backend '{}' ({}) cannot serve this call ({}): {}", op_name(s.op),
+                       forced->name, forced->source, summary(s), reason);
+  }
+  std::vector<std::string> reasons;
+  for (const auto& p : decision.passed_over) reasons.push_back(fmt::format("{}: {}", p.backend, p.reason));
+  return fmt::format("{}: no backend can serve this call ({}): {}", op_name(s.op), summary(s),
+                     fmt::join(reasons, "; "));
+}
+
+}  // namespace deltakern::detail
+
+std::string deltakern::Decision::describe() const {
+  std::string text = fmt::format("backend: {}\nwhy: {}\n", backend ? *backend : std::string("none"), why);
+  if (passed_over.empty()) return text + "passed over: none";
+  text += "passed over:";
+  for (const auto& p : passed_over) text += fmt::format("\n  {}: {}", p.backend, p.reason);
+  return text;
+}

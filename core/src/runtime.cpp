@@ -1,1 +1,178 @@
-// placeholder: to be written
+// Building a Runtime (configuration, discovery) and everything it answers besides the calls.
+#include "runtime_impl.hpp"
+
+#include "dlpack_util.hpp"
+#include "log.hpp"
+#include "placeholder_call.hpp"
+#include "status.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <limits>
+
+namespace deltakern {
+namespace {
+
+std::atomic<detail::HostServices*> global_host{nullptr};
+
+std::optional<detail::ForcedBackend> forced_backend_of(const RuntimeOptions& options) {
+  if (options.read_environment) {
+    if (const char* env = std::getenv("DELTAKERN_BACKEND"); env != nullptr && *env != '\0')
+      return detail::ForcedBackend{env, "DELTAKERN_BACKEND"};
+  }
+  if (options.force_backend)
+    return detail::ForcedBackend{*options.force_backend, "RuntimeOptions::force_backend"};
+  return std::nullopt;
+}
+
+detail::OpId op_id(std::string_view name) {
+  if (const auto op = detail::op_from_name(name)) return *op;
+  throw Error(ErrorCode::invalid_argument,
+              fmt::format("unknown op '{}' (known: {})", name, detail::kKnownOpNames));
+}
+
+std::string flag_names(uint32_t flags) {
+  std::vector<std::string> names;
+  if ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0) names.emplace_back("cache index out of range");
+  if (const uint32_t unknown = flags & ~uint32_t{DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE}; unknown != 0)
+    names.push_back(fmt::format("unknown flags 0x{:x}", unknown));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+bool serves_device(const detail::Plugins& plugins, const detail::Backend& backend, int32_t device_type) {
+  for (const auto& status : plugins.info(backend).devices)
+    if (status.type == device_type) return status.available;
+  return false;
+}
+
+}  // namespace
+
+Runtime::Impl::Impl(RuntimeOptions runtime_options)
+    : options(std::move(runtime_options)),
+      config(detail::load_config(options)),
+      forced(forced_backend_of(options)) {
+  detail::logger().set_level(config.log_level);
+  search_path = detail::plugin_search_dirs(options, config);
+  plugins = detail::discover_plugins(options.plugin_files, search_path, host);
+  std::vector<std::string> names;
+  for (const auto& info : plugins.infos)
+    if (!info.name.empty()) names.push_back(info.name);
+  detail::check_backend_names(config, names);
+}
+
+const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::SignatureFields& signature,
+                                                              const dk_call& call) {
+  detail::Choice choice = detail::decide(signature, call, plugins, config, forced);
+  detail::CachedDecision entry;
+  if (choice.backend != nullptr) {
+    entry.op = choice.op;
+    entry.instance = choice.backend->instance;
+    entry.backend = choice.backend->name.c_str();
+  } else {
+    entry.refusal = detail::refusal(signature, choice.decision, forced);
+  }
+  const auto [kept, inserted] = decisions.insert(detail::key_of(signature), std::move(entry));
+  if (inserted)
+    detail::logger().debug("{} ({}): new decision\n{}", detail::op_name(signature.op),
+                           detail::summary(signature), choice.decision.describe());
+  return *kept;
+}
+
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Runtime::~Runtime() = default;
+
+Runtime& Runtime::global() {
+  // Never destroyed: a tensor a backend returned may be dropped during static destruction,
+  // and its deleter lives in a plugin this runtime keeps loaded.
+  static Runtime& instance = []() -> Runtime& {
+    auto& runtime = *new Runtime();
+    global_host = &runtime.impl_->host;
+    return runtime;
+  }();
+  return instance;
+}
+
+detail::HostServices& detail::global_host_services() {
+  Runtime::global();
+  return *global_host.load();
+}
+
+const std::vector<PluginInfo>& Runtime::plugins() const { return impl_->plugins.infos; }
+
+const PluginInfo* Runtime::plugin(std::string_view name) const {
+  const detail::Backend* backend = impl_->plugins.find(name);
+  return backend == nullptr ? nullptr : &impl_->plugins.info(*backend);
+}
+
+std::vector<std::string> Runtime::preference(std::string_view op) const {
+  return impl_->config.order_for(op_id(op)).names;
+}
+
+std::optional<std::string> Runtime::forced_backend() const {
+  if (!impl_->forced) return std::nullopt;
+  return impl_->forced->name;
+}
+
+std::filesystem::path Runtime::config_file() const { return impl_->config.file; }
+
+std::vector<std::filesystem::path> Runtime::search_path() const { return impl_->search_path; }
+
+Decision Runtime::explain(const CallSignature& signature) const {
+  const detail::SignatureFields fields{
+      op_id(signature.op),    signature.device,      signature.dtype,
+      signature.weight_dtype, signature.state_dtype, signature.bias_dtype,
+      signature.width,        signature.layout,      signature.max_seq_len_given};
+  const detail::PlaceholderCall placeholder(fields);
+  return detail::decide(fields, placeholder.call(), impl_->plugins, impl_->config, impl_->forced).decision;
+}
+
+BoundOp Runtime::bound_op(std::string_view backend, std::string_view op) const {
+  const detail::Backend* found = impl_->plugins.find(backend);
+  if (found == nullptr)
+    throw Error(ErrorCode::unavailable, fmt::format("bound_op: backend '{}' is not loaded", backend));
+  const dk_op* entry = found->ops[detail::index_of(op_id(op))];
+  if (entry == nullptr)
+    throw Error(ErrorCode::unsupported,
+                fmt::format("bound_op: backend '{}' does not declare {}", backend, op));
+  return BoundOp{entry, found->instance};
+}
+
+void Runtime::set_allocator(Allocator allocator) { impl_->host.set_allocator(std::move(allocator)); }
+
+void Runtime::check_errors(DLDevice device, void* stream) {
+  std::vector<std::string> flagged, failed;
+  for (const auto& backend : impl_->plugins.backends) {
+    if (backend->check_errors == nullptr || !serves_device(impl_->plugins, *backend, device.device_type))
+      continue;
+    uint32_t flags = 0;
+    char message[512] = {};
+    int32_t status = DK_ERR_INTERNAL;
+    try {
+      status = backend->check_errors(backend->instance, device, stream, &flags, message, sizeof message);
+    } catch (...) {
+      std::snprintf(message, sizeof message, "threw an exception");
+    }
+    message[sizeof message - 1] = '\0';
+    const std::string note = message[0] != '\0' ? fmt::format(" ({})", message) : std::string();
+    if (status != DK_OK)
+      failed.push_back(
+          fmt::format("{}: check_errors failed: {}{}", backend->name, detail::status_name(status), note));
+    else if (flags != 0)
+      flagged.push_back(fmt::format("{}: {}{}", backend->name, flag_names(flags), note));
+  }
+  if (!flagged.empty()) {
+    flagged.insert(flagged.end(), failed.begin(), failed.end());
+    throw Error(
+        ErrorCode::invalid_argument,
+        fmt::format("device-side errors on {}: {}", detail::device_name(device), fmt::join(flagged, "; ")));
+  }
+  if (!failed.empty())
+    throw Error(ErrorCode::runtime,
+                fmt::format("check_errors on {}: {}", detail::device_name(device), fmt::join(failed, "; ")));
+}
+
+}  // namespace deltakern

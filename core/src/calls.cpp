@@ -1,0 +1,141 @@
+// The two ops, end to end: check the arguments, find the cached decision, pack a dk_call in
+// schema order, run the chosen backend. On a cached decision this path allocates nothing,
+// formats nothing and logs nothing; everything that does lives behind [[unlikely]] branches.
+#include "runtime_impl.hpp"
+#include "status.hpp"
+#include "validate.hpp"
+
+#include <deltakern/op_schemas.h>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace deltakern {
+namespace {
+
+[[noreturn, gnu::cold, gnu::noinline]] void refuse(const detail::CachedDecision& decision) {
+  throw Error(ErrorCode::unsupported, decision.refusal);
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void run_failed(const dk_op& op, const char* backend, int32_t status,
+                                                       const char* message) {
+  const std::string what =
+      message[0] != '\0' ? std::string(message) : std::string(detail::status_name(status));
+  throw Error(detail::error_code_of(status), backend != nullptr
+                                                 ? fmt::format("{}: {}: {}", backend, op.name, what)
+                                                 : fmt::format("{}: {}", op.name, what));
+}
+
+const char* activation_name(Activation activation) {
+  return activation == Activation::silu ? "silu" : "none";
+}
+
+dk_scalar int_scalar(int64_t value) { return {DK_SCALAR_INT, value, 0.0, nullptr}; }
+dk_scalar string_scalar(const char* value) { return {DK_SCALAR_STRING, 0, 0.0, value}; }
+dk_scalar none_scalar() { return {DK_SCALAR_NONE, 0, 0.0, nullptr}; }
+
+int32_t width_of(int64_t width) {
+  return static_cast<int32_t>(std::min<int64_t>(width, std::numeric_limits<int32_t>::max()));
+}
+
+std::optional<DLDataType> dtype_of(const DLTensor* t) {
+  return t == nullptr ? std::nullopt : std::optional<DLDataType>(t->dtype);
+}
+
+}  // namespace
+
+DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend) {
+  char message[1024];
+  message[0] = '\0';
+  DLManagedTensor* result = nullptr;
+  int32_t status = DK_ERR_INTERNAL;
+  try {
+    status = op.run(instance, &call, &result, message, sizeof message);
+  } catch (...) {
+    std::snprintf(message, sizeof message, "run threw an exception");
+  }
+  message[sizeof message - 1] = '\0';
+  if (status != DK_OK) [[unlikely]] {
+    if (result != nullptr && result->deleter != nullptr) result->deleter(result);
+    run_failed(op, backend, status, message);
+  }
+  if (result == nullptr) [[unlikely]]
+    run_failed(op, backend, DK_ERR_INTERNAL, "returned no result");
+  return result;
+}
+
+DLManagedTensor* BoundOp::run(const dk_call& call) const {
+  if (op == nullptr) throw Error(ErrorCode::invalid_argument, "BoundOp::run: no op bound");
+  return detail::run_op(*op, plugin, call, nullptr);
+}
+
+Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
+  const detail::VarlenGeometry geometry = detail::check_varlen_arguments(args);
+
+  const DLTensor* tensors[DK_VARLEN_N_TENSORS];
+  tensors[DK_VARLEN_X] = args.x;
+  tensors[DK_VARLEN_WEIGHT] = args.weight;
+  tensors[DK_VARLEN_BIAS] = args.bias;
+  tensors[DK_VARLEN_CONV_STATES] = args.conv_states;
+  tensors[DK_VARLEN_QUERY_START_LOC] = args.query_start_loc;
+  tensors[DK_VARLEN_CACHE_INDICES] = args.cache_indices;
+  tensors[DK_VARLEN_HAS_INITIAL_STATE] = args.has_initial_state;
+  dk_scalar scalars[DK_VARLEN_N_SCALARS];
+  scalars[DK_VARLEN_ACTIVATION] = string_scalar(activation_name(args.activation));
+  scalars[DK_VARLEN_PAD_SLOT_ID] = int_scalar(args.pad_slot_id);
+  scalars[DK_VARLEN_MAX_SEQ_LEN] = args.max_seq_len ? int_scalar(*args.max_seq_len) : none_scalar();
+  const dk_call call{sizeof(dk_call), args.stream,         DK_VARLEN_N_TENSORS,
+                     tensors,         DK_VARLEN_N_SCALARS, scalars};
+
+  const detail::SignatureFields signature{detail::OpId::causal_conv1d_varlen,
+                                          args.x->device,
+                                          args.x->dtype,
+                                          args.weight->dtype,
+                                          args.conv_states->dtype,
+                                          dtype_of(args.bias),
+                                          width_of(geometry.width),
+                                          geometry.layout,
+                                          args.max_seq_len.has_value()};
+  const detail::CachedDecision& decision = impl_->decision_for(signature, call);
+  if (decision.op == nullptr) [[unlikely]]
+    refuse(decision);
+  if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_varlen))) [[unlikely]]
+    detail::check_varlen_contents(args, geometry);
+  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
+}
+
+Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
+  const detail::UpdateGeometry geometry = detail::check_update_arguments(args);
+
+  const DLTensor* tensors[DK_UPDATE_N_TENSORS];
+  tensors[DK_UPDATE_X] = args.x;
+  tensors[DK_UPDATE_CONV_STATE] = args.conv_state;
+  tensors[DK_UPDATE_WEIGHT] = args.weight;
+  tensors[DK_UPDATE_BIAS] = args.bias;
+  tensors[DK_UPDATE_CONV_STATE_INDICES] = args.conv_state_indices;
+  tensors[DK_UPDATE_CACHE_SEQLENS] = args.cache_seqlens;
+  dk_scalar scalars[DK_UPDATE_N_SCALARS];
+  scalars[DK_UPDATE_ACTIVATION] = string_scalar(activation_name(args.activation));
+  scalars[DK_UPDATE_PAD_SLOT_ID] = int_scalar(args.pad_slot_id);
+  const dk_call call{sizeof(dk_call), args.stream,         DK_UPDATE_N_TENSORS,
+                     tensors,         DK_UPDATE_N_SCALARS, scalars};
+
+  const detail::SignatureFields signature{detail::OpId::causal_conv1d_update,
+                                          args.x->device,
+                                          args.x->dtype,
+                                          args.weight->dtype,
+                                          args.conv_state->dtype,
+                                          dtype_of(args.bias),
+                                          width_of(geometry.width),
+                                          geometry.layout,
+                                          true};
+  const detail::CachedDecision& decision = impl_->decision_for(signature, call);
+  if (decision.op == nullptr) [[unlikely]]
+    refuse(decision);
+  if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_update))) [[unlikely]]
+    detail::check_update_contents(args, geometry);
+  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
+}
+
+}  // namespace deltakern

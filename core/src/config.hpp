@@ -1,0 +1,55 @@
+// The configuration (TOML; config/deltakern.toml documents every key) as the core uses it.
+// Every error names the file, the line and the key.
+#pragma once
+
+#include "ops.hpp"
+
+#include <spdlog/common.h>
+#include <deltakern/runtime.hpp>
+
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deltakern::detail {
+
+// An ordered list of backend names, and where each came from, so that a name found unknown
+// only after discovery can still be reported at its line.
+struct BackendOrder {
+  std::vector<std::string> names;
+  std::vector<uint32_t> lines;  // per name; 0 for the built-in defaults
+  std::string key;              // "dispatch.order", "dispatch.ops.<op>.order" or "...backend"
+  bool single = false;          // from `backend = "name"`: reported without an index
+};
+
+struct OpConfig {
+  std::optional<BackendOrder> order;
+  std::optional<bool> validate;
+};
+
+struct Config {
+  std::filesystem::path file;                       // empty: the built-in defaults
+  std::vector<std::filesystem::path> search_paths;  // absolute, or relative to the file's directory
+  BackendOrder order{{"native", "portable"}, {0, 0}, "dispatch.order", false};
+  bool validate = false;
+  std::array<OpConfig, kOpCount> ops;
+  spdlog::level::level_enum log_level = spdlog::level::warn;
+
+  const BackendOrder& order_for(OpId op) const {
+    const auto& per_op = ops[index_of(op)].order;
+    return per_op ? *per_op : order;
+  }
+  bool validate_for(OpId op) const { return ops[index_of(op)].validate.value_or(validate); }
+};
+
+// Reads $DELTAKERN_CONFIG, else options.config_file, else the installed default, else uses
+// the built-in defaults; applies $DELTAKERN_LOG_LEVEL. Throws Error(ErrorCode::config).
+Config load_config(const RuntimeOptions& options);
+
+// Backend names are known only after discovery: each must be a discovered plugin's or one
+// of the well-known ones. Throws Error(ErrorCode::config) at the first unknown name.
+void check_backend_names(const Config& config, const std::vector<std::string>& discovered);
+
+}  // namespace deltakern::detail

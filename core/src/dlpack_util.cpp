@@ -1,0 +1,44 @@
+#include "dlpack_util.hpp"
+
+#include <fmt/core.h>
+
+namespace deltakern::detail {
+
+std::string dtype_name(DLDataType dtype) {
+  if (dtype.lanes == 1) {
+    switch (dtype.code) {
+      case kDLFloat:
+        return fmt::format("float{}", dtype.bits);
+      case kDLBfloat:
+        return fmt::format("bfloat{}", dtype.bits);
+      case kDLInt:
+        return fmt::format("int{}", dtype.bits);
+      case kDLUInt:
+        return fmt::format("uint{}", dtype.bits);
+      default:
+        break;
+    }
+  }
+  return fmt::format("dtype(code={}, bits={}, lanes={})", dtype.code, dtype.bits, dtype.lanes);
+}
+
+std::string device_type_name(int32_t device_type) {
+  switch (device_type) {
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLCUDAManaged:
+      return "cuda_managed";
+    default:
+      return fmt::format("device_type_{}", device_type);
+  }
+}
+
+std::string device_name(DLDevice device) {
+  return fmt::format("{}:{}", device_type_name(device.device_type), device.device_id);
+}
+
+}  // namespace deltakern::detail

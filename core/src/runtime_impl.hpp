@@ -1,0 +1,51 @@
+// What a Runtime holds. Member order is destruction order reversed: the plugins shut down
+// before the host services they were given go away.
+#pragma once
+
+#include "config.hpp"
+#include "decision_cache.hpp"
+#include "discovery.hpp"
+#include "dispatch.hpp"
+#include "host_services.hpp"
+
+#include <deltakern/runtime.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+namespace deltakern {
+
+struct Runtime::Impl {
+  explicit Impl(RuntimeOptions runtime_options);
+
+  // The hot path: a lookup, or on a new signature a decision made and cached.
+  const detail::CachedDecision& decision_for(const detail::SignatureFields& signature, const dk_call& call) {
+    if (const auto* cached = decisions.find(detail::key_of(signature))) [[likely]]
+      return *cached;
+    return decide_and_cache(signature, call);
+  }
+  const detail::CachedDecision& decide_and_cache(const detail::SignatureFields& signature,
+                                                 const dk_call& call);
+
+  RuntimeOptions options;
+  detail::Config config;
+  std::optional<detail::ForcedBackend> forced;
+  std::vector<std::filesystem::path> search_path;
+  detail::HostServices host;
+  detail::Plugins plugins;
+  detail::DecisionCache decisions;
+};
+
+namespace detail {
+
+// The global runtime's host services (built on first use): what VarlenMetadata::upload
+// allocates through.
+HostServices& global_host_services();
+
+// Calls a backend's op, turning a failure status into Error naming the backend (when known),
+// the op and the plugin's message.
+DLManagedTensor* run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend);
+
+}  // namespace detail
+}  // namespace deltakern
