@@ -7,6 +7,7 @@
 #include <deltakern/runtime.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,20 @@ struct Summary {
   std::vector<CaseResult> results;
   int passed = 0, failed = 0;
 };
+
+// ---- Added by the conformance suite's implementation (additive; the above is unchanged).
+
+// The allocator run() installs: fresh outputs come filled with all-ones bytes (NaN in
+// every float dtype), so an element a backend never writes fails the comparison.
+Allocator poisoning_allocator();
+
+// The Runtime run() uses for `target`: `base` with force_backend = target.backend and
+// poisoning_allocator() installed. Throws when the environment overrides the forced
+// backend (DELTAKERN_BACKEND names another one).
+std::unique_ptr<Runtime> make_runtime(const RuntimeOptions& base, const Target& target);
+
+// Runs one case; an exception it throws is a failure whose detail names it.
+CaseResult run_case(Runtime& runtime, const Target& target, const Case& c);
 
 // Builds a Runtime forcing each target's backend (from `base`), runs every case.
 Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,

@@ -1,0 +1,253 @@
+#include "kernels.hpp"
+
+#include <deltakern/plugin_sdk.hpp>
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <vector>
+
+namespace deltakern::testplugins {
+
+using plugin::data_of;
+using plugin::Failure;
+using plugin::stride_of;
+
+const DLDataType kFloatDtypes[3] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
+const DLDataType kF32Only[1] = {{kDLFloat, 32, 1}};
+const dk_device_caps kCpu[1] = {{sizeof(dk_device_caps), kDLCPU, 0, 0}};
+
+namespace {
+
+// Element access by dtype; f16 through the compiler's _Float16, bf16 by hand.
+float load(const DLTensor& t, int64_t off) {
+  if (plugin::is_f32(t.dtype)) return data_of<const float>(t)[off];
+  const uint16_t bits = data_of<const uint16_t>(t)[off];
+  if (plugin::is_f16(t.dtype)) return static_cast<float>(std::bit_cast<_Float16>(bits));
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+void store(const DLTensor& t, int64_t off, float v) {
+  if (plugin::is_f32(t.dtype)) {
+    data_of<float>(t)[off] = v;
+  } else if (plugin::is_f16(t.dtype)) {
+    data_of<uint16_t>(t)[off] = std::bit_cast<uint16_t>(static_cast<_Float16>(v));
+  } else {
+    uint32_t u = std::bit_cast<uint32_t>(v);
+    u += 0x7FFFu + ((u >> 16) & 1u);  // nearest even; inputs here are finite
+    data_of<uint16_t>(t)[off] = static_cast<uint16_t>(u >> 16);
+  }
+}
+
+int32_t index_at(const DLTensor& t, int64_t i) { return data_of<const int32_t>(t)[i * stride_of(t, 0)]; }
+
+float activate(plugin::Activation a, float v) {
+  return a == plugin::Activation::silu ? v / (1.0f + std::exp(-v)) : v;
+}
+
+DLManagedTensor* fresh_like(const dk_host& host, const DLTensor& x, void* stream) {
+  std::array<int64_t, 4> strides{};
+  int64_t s = 1;
+  for (int d = x.ndim - 1; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = s;
+    s *= x.shape[d];
+  }
+  return plugin::make_fresh_result(host, x.device, x.dtype, x.ndim, x.shape, strides.data(), stream);
+}
+
+// Copies `out` into x element by element: what the lying plugin does behind its schema.
+void overwrite_x(const DLTensor& x, const DLTensor& out) {
+  std::vector<int64_t> idx(static_cast<size_t>(x.ndim), 0);
+  const int64_t n = plugin::numel(x);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ox = 0, oo = 0, rest = i;
+    for (int d = x.ndim - 1; d >= 0; --d) {
+      const int64_t k = rest % x.shape[d];
+      rest /= x.shape[d];
+      ox += k * stride_of(x, d);
+      oo += k * stride_of(out, d);
+    }
+    store(x, ox, load(out, oo));
+  }
+}
+
+void varlen(const plugin::VarlenArgs& a, const DLTensor& out, const int32_t* qsl_host) {
+  const DLTensor& x = *a.x;
+  const DLTensor& st = *a.conv_states;
+  const int64_t D = a.dim(), W = a.width(), S = a.state_len(), lines = st.shape[0];
+  const bool in_place = out.data == x.data && out.byte_offset == x.byte_offset;
+  for (int64_t b = 0; b < a.batch(); ++b) {
+    const int64_t begin = qsl_host != nullptr ? qsl_host[b] : index_at(*a.query_start_loc, b);
+    const int64_t end = qsl_host != nullptr ? qsl_host[b + 1] : index_at(*a.query_start_loc, b + 1);
+    const int64_t L = end - begin;
+    const int64_t line = a.cache_indices != nullptr ? index_at(*a.cache_indices, b) : b;
+    if (line == a.pad_slot_id || line < 0 || line >= lines) {
+      if (!in_place)  // a fresh output holds zeros for a skipped sequence
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t t = begin; t < end; ++t)
+            store(out, d * stride_of(out, 0) + t * stride_of(out, 1), 0.0f);
+      continue;
+    }
+    const bool initial =
+        a.has_initial_state != nullptr &&
+        data_of<const uint8_t>(*a.has_initial_state)[b * stride_of(*a.has_initial_state, 0)] != 0;
+    for (int64_t d = 0; d < D; ++d) {
+      const auto x_at = [&](int64_t t) { return d * stride_of(x, 0) + (begin + t) * stride_of(x, 1); };
+      const auto out_at = [&](int64_t t) { return d * stride_of(out, 0) + (begin + t) * stride_of(out, 1); };
+      const auto st_at = [&](int64_t i) {
+        return line * stride_of(st, 0) + d * stride_of(st, 1) + i * stride_of(st, 2);
+      };
+      const auto prior = [&](int64_t i) { return initial ? load(st, st_at(i)) : 0.0f; };
+      // The new state is read before x is overwritten: the last S of concat(prior, x_b).
+      std::vector<float> tail(static_cast<size_t>(S));
+      for (int64_t i = 0; i < S; ++i)
+        tail[static_cast<size_t>(i)] = L + i < S ? prior(L + i) : load(x, x_at(L + i - S));
+      std::array<float, 16> history{};
+      for (int64_t k = 0; k < W - 1; ++k) history[static_cast<size_t>(k)] = prior(S - (W - 1) + k);
+      const float bias = a.bias != nullptr ? load(*a.bias, d * stride_of(*a.bias, 0)) : 0.0f;
+      for (int64_t t = 0; t < L; ++t) {
+        const float xv = load(x, x_at(t));
+        float acc = bias;
+        for (int64_t k = 0; k < W - 1; ++k)
+          acc += load(*a.weight, d * stride_of(*a.weight, 0) + k * stride_of(*a.weight, 1)) *
+                 history[static_cast<size_t>(k)];
+        acc += load(*a.weight, d * stride_of(*a.weight, 0) + (W - 1) * stride_of(*a.weight, 1)) * xv;
+        store(out, out_at(t), activate(a.activation, acc));
+        for (int64_t k = 0; k + 1 < W - 1; ++k)
+          history[static_cast<size_t>(k)] = history[static_cast<size_t>(k + 1)];
+        if (W > 1) history[static_cast<size_t>(W - 2)] = xv;
+      }
+      for (int64_t i = 0; i < S; ++i) store(st, st_at(i), tail[static_cast<size_t>(i)]);
+    }
+  }
+}
+
+void update(const plugin::UpdateArgs& a, const DLTensor& out) {
+  const DLTensor& x = *a.x;
+  const DLTensor& st = *a.conv_state;
+  const int64_t D = a.dim(), W = a.width(), S = a.state_len(), Tq = a.tokens(), lines = st.shape[0];
+  const bool three_d = x.ndim == 3;
+  const bool in_place = out.data == x.data && out.byte_offset == x.byte_offset;
+  for (int64_t b = 0; b < a.batch(); ++b) {
+    const int64_t line = a.conv_state_indices != nullptr ? index_at(*a.conv_state_indices, b) : b;
+    const auto x_at = [&](const DLTensor& t, int64_t d, int64_t k) {
+      return b * stride_of(t, 0) + d * stride_of(t, 1) + (three_d ? k * stride_of(t, 2) : 0);
+    };
+    if (line == a.pad_slot_id || line < 0 || line >= lines) {
+      if (!in_place)
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t t = 0; t < Tq; ++t) store(out, x_at(out, d, t), 0.0f);
+      continue;
+    }
+    for (int64_t d = 0; d < D; ++d) {
+      const auto st_at = [&](int64_t i) {
+        return line * stride_of(st, 0) + d * stride_of(st, 1) + i * stride_of(st, 2);
+      };
+      const auto w = [&](int64_t k) {
+        return load(*a.weight, d * stride_of(*a.weight, 0) + k * stride_of(*a.weight, 1));
+      };
+      const float bias = a.bias != nullptr ? load(*a.bias, d * stride_of(*a.bias, 0)) : 0.0f;
+      std::vector<float> xs(static_cast<size_t>(Tq));
+      for (int64_t t = 0; t < Tq; ++t) xs[static_cast<size_t>(t)] = load(x, x_at(x, d, t));
+      if (a.cache_seqlens != nullptr) {
+        const int64_t n = index_at(*a.cache_seqlens, b);
+        const auto wrap = [S](int64_t i) { return ((i % S) + S) % S; };
+        for (int64_t t = 0; t < Tq; ++t) {
+          float acc = bias;
+          for (int64_t j = 0; j < W - 1; ++j) acc += w(j) * load(st, st_at(wrap(n + t - (W - 1) + j)));
+          acc += w(W - 1) * xs[static_cast<size_t>(t)];
+          store(st, st_at(wrap(n + t)), xs[static_cast<size_t>(t)]);
+          store(out, x_at(out, d, t), activate(a.activation, acc));
+        }
+      } else {
+        std::vector<float> e(static_cast<size_t>(S + Tq));
+        for (int64_t i = 0; i < S; ++i) e[static_cast<size_t>(i)] = load(st, st_at(i));
+        for (int64_t t = 0; t < Tq; ++t) e[static_cast<size_t>(S + t)] = xs[static_cast<size_t>(t)];
+        for (int64_t t = 0; t < Tq; ++t) {
+          float acc = bias;
+          for (int64_t k = 0; k < W; ++k) acc += w(k) * e[static_cast<size_t>(S + t - (W - 1) + k)];
+          store(out, x_at(out, d, t), activate(a.activation, acc));
+        }
+        for (int64_t i = 0; i < S; ++i) store(st, st_at(i), e[static_cast<size_t>(Tq + i)]);
+      }
+    }
+  }
+}
+
+void require_cpu(const DLTensor& x) {
+  if (x.device.device_type != kDLCPU)
+    throw Failure(DK_ERR_UNSUPPORTED, "this test plugin runs on the CPU only");
+}
+
+}  // namespace
+
+int32_t run_varlen(void* plugin_ptr, const dk_call* call, DLManagedTensor** result, char* error,
+                   size_t error_size, Behaviour behaviour) {
+  return plugin::guarded(error, error_size, [&] {
+    const auto& host = *static_cast<const dk_host*>(plugin_ptr);
+    const auto a = plugin::unpack_varlen(*call);
+    require_cpu(*a.x);
+    std::vector<int32_t> qsl;
+    if (behaviour.read_qsl_always) {
+      qsl.resize(static_cast<size_t>(a.query_start_loc->shape[0]));
+      if (host.read_to_host(host.ctx, qsl.data(), a.query_start_loc, a.stream) != DK_OK)
+        throw Failure(DK_ERR_RUNTIME, "read_to_host failed");
+    }
+    const int32_t* qsl_host = behaviour.read_qsl_always ? qsl.data() : nullptr;
+    if (behaviour.in_place) {
+      varlen(a, *a.x, qsl_host);
+      *result = plugin::make_view_result(*a.x);
+      return;
+    }
+    DLManagedTensor* out = fresh_like(host, *a.x, a.stream);
+    try {
+      varlen(a, out->dl_tensor, qsl_host);
+      if (behaviour.also_write_x) overwrite_x(*a.x, out->dl_tensor);
+    } catch (...) {
+      out->deleter(out);
+      throw;
+    }
+    *result = out;
+  });
+}
+
+int32_t run_update(void* plugin_ptr, const dk_call* call, DLManagedTensor** result, char* error,
+                   size_t error_size, Behaviour behaviour) {
+  return plugin::guarded(error, error_size, [&] {
+    const auto& host = *static_cast<const dk_host*>(plugin_ptr);
+    const auto a = plugin::unpack_update(*call);
+    require_cpu(*a.x);
+    if (behaviour.in_place) {
+      update(a, *a.x);
+      *result = plugin::make_view_result(*a.x);
+      return;
+    }
+    DLManagedTensor* out = fresh_like(host, *a.x, a.stream);
+    try {
+      update(a, out->dl_tensor);
+      if (behaviour.also_write_x) overwrite_x(*a.x, out->dl_tensor);
+    } catch (...) {
+      out->deleter(out);
+      throw;
+    }
+    *result = out;
+  });
+}
+
+int32_t init_keep_host(const dk_host* host, void** plugin_ptr, char* error, size_t error_size) {
+  return plugin::guarded(error, error_size, [&] {
+    if (host == nullptr || host->struct_size < sizeof(dk_host))
+      throw Failure(DK_ERR_INTERNAL, "host table too small");
+    *plugin_ptr = const_cast<dk_host*>(host);
+  });
+}
+
+int32_t probe_cpu_only(void*, int32_t device_type, char* why, size_t why_size) {
+  if (device_type == kDLCPU) return DK_OK;
+  plugin::write_message(why, why_size, "test plugins run on the CPU only");
+  return DK_ERR_UNAVAILABLE;
+}
+
+void shutdown_nothing(void*) {}
+
+}  // namespace deltakern::testplugins

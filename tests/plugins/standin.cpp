@@ -1,0 +1,37 @@
+// `standin`: declares and performs the in-place contract as the native backend does
+// (x convolved in place and returned, no max_seq_len needed, no sync either way), so
+// that contract is exercised on a machine without a GPU.
+#include "kernels.hpp"
+
+namespace {
+
+using namespace deltakern::testplugins;
+
+int32_t varlen_in_place(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {
+  return run_varlen(p, c, r, e, n, {.in_place = true});
+}
+int32_t update_in_place(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {
+  return run_update(p, c, r, e, n, {.in_place = true});
+}
+
+const dk_caps kCaps = {sizeof(dk_caps), 1, kCpu, 3,
+                       kFloatDtypes,    2, 4,    DK_LAYOUT_TIME_CONTIGUOUS | DK_LAYOUT_CHANNEL_LAST};
+const dk_op kOps[] = {
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenInPlaceSchema, &kCaps, nullptr, varlen_in_place},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateInPlaceSchema, &kCaps, nullptr, update_in_place},
+};
+const dk_plugin kPlugin = {sizeof(dk_plugin),
+                           DK_ABI_MAJOR,
+                           DK_ABI_MINOR,
+                           "standin",
+                           "test",
+                           init_keep_host,
+                           probe_cpu_only,
+                           shutdown_nothing,
+                           2,
+                           kOps,
+                           nullptr};
+
+}  // namespace
+
+DK_TEST_PLUGIN_EXPORT const dk_plugin* deltakern_plugin_entry(uint16_t, uint16_t) { return &kPlugin; }
