@@ -1,0 +1,408 @@
+// bench_gpu: CUDA-event benchmark of causal_conv1d_varlen and causal_conv1d_update through the
+// public API (deltakern::Runtime), each backend forced in turn, against a device-to-device copy
+// of the same size measured in the same run (the bandwidth ceiling, read + write counted).
+//
+// - varlen: bf16, width 4, silu, D 8192 and 4096, 1k..128k tokens as one sequence, 8 equal and
+//   64 mixed lengths, both layouts of x; eager calls timed back to back with events.
+// - update: single token, D 8192, batch 1..1024, recorded into a CUDA graph and replayed.
+// - host time of one eager call (checks, dispatch, launch), host clock, median.
+// Inputs are random and non-zero; buffers rotate so that L2 does not flatter small cases.
+//
+//   bench_gpu [--out results.md] [--quick] [--backends native,portable]
+#include <deltakern/deltakern.hpp>
+#include <deltakern/runtime.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu_util.hpp"
+
+using namespace dkgpu;
+
+namespace {
+
+std::mt19937_64 rng(7);
+double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+
+void fill_random_bf16(void* dst, size_t bytes, cudaStream_t s) {
+  // One random block uploaded, then replicated on the device: fast for gigabytes.
+  const size_t block = std::min<size_t>((bytes + 1) / 2 * 2, size_t{4} << 20);
+  std::vector<uint16_t> h(block / 2);
+  for (auto& v : h) {
+    float f = static_cast<float>(uniform(-1, 1));
+    if (f == 0.f) f = 0.5f;
+    const __nv_bfloat16 b = __float2bfloat16_rn(f);
+    std::memcpy(&v, &b, 2);
+  }
+  DKGPU_CHECK(cudaMemcpyAsync(dst, h.data(), std::min(block, bytes), cudaMemcpyHostToDevice, s));
+  for (size_t off = block; off < bytes; off += block)
+    DKGPU_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, dst, std::min(block, bytes - off),
+                                cudaMemcpyDeviceToDevice, s));
+  DKGPU_CHECK(cudaStreamSynchronize(s));
+}
+
+struct Events {
+  cudaEvent_t a{}, b{};
+  Events() {
+    DKGPU_CHECK(cudaEventCreate(&a));
+    DKGPU_CHECK(cudaEventCreate(&b));
+  }
+  ~Events() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  // Mean device time per call of `iters` back-to-back calls, after 3 warm-ups.
+  template <class F>
+  double us_per_call(cudaStream_t s, int iters, F&& f) {
+    for (int i = 0; i < 3; ++i) f(i);
+    DKGPU_CHECK(cudaStreamSynchronize(s));
+    DKGPU_CHECK(cudaEventRecord(a, s));
+    for (int i = 0; i < iters; ++i) f(i);
+    DKGPU_CHECK(cudaEventRecord(b, s));
+    DKGPU_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    DKGPU_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms * 1000.0 / iters;
+  }
+};
+
+template <class F>
+double median_host_us(cudaStream_t s, F&& f) {
+  std::vector<double> us;
+  for (int rep = 0; rep < 20; ++rep) {
+    DKGPU_CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < 50; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  DKGPU_CHECK(cudaStreamSynchronize(s));
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
+struct Row {
+  std::string op, shape, layout, backend;
+  double us = 0, gbs = 0, pct = 0;
+  double ratio = 0;  // native us / portable us, on native rows
+};
+
+struct Backend {
+  std::string name;
+  std::unique_ptr<deltakern::Runtime> rt;
+};
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_path;
+  bool quick = false;
+  std::vector<std::string> names = {"native", "portable"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+    if (a == "--quick") quick = true;
+    if (a == "--backends" && i + 1 < argc) {
+      names.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
+    }
+  }
+  unsetenv("DELTAKERN_BACKEND");  // it would win over force_backend
+
+  try {
+    cudaDeviceProp prop{};
+    DKGPU_CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device: %s (sm_%d%d, %d SMs, %.0f MB L2)\n", prop.name, prop.major, prop.minor,
+                prop.multiProcessorCount, prop.l2CacheSize / 1e6);
+    cudaStream_t stream;
+    DKGPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+    std::vector<Backend> backends;
+    for (const auto& n : names) {
+      try {
+        deltakern::RuntimeOptions opt;
+        opt.force_backend = n;
+        auto rt = std::make_unique<deltakern::Runtime>(opt);
+        const auto* info = rt->plugin(n);
+        bool usable = info != nullptr;
+        if (info != nullptr)
+          for (const auto& d : info->devices)
+            if (d.type == kDLCUDA && !d.available) {
+              std::printf("backend %s: unavailable on CUDA: %s\n", n.c_str(), d.reason.c_str());
+              usable = false;
+            }
+        if (info == nullptr) std::printf("backend %s: not loaded\n", n.c_str());
+        if (usable) backends.push_back({n, std::move(rt)});
+      } catch (const std::exception& e) {
+        std::printf("backend %s: %s\n", n.c_str(), e.what());
+      }
+    }
+    if (backends.empty()) {
+      std::printf("no usable backend\n");
+      return 1;
+    }
+
+    std::vector<Row> rows;
+    Events ev;
+    const DLDevice dev{kDLCUDA, 0};
+    const DLDataType bf16{kDLBfloat, 16, 1}, i32{kDLInt, 32, 1}, u8{kDLUInt, 8, 1};
+
+    // ---- varlen
+    const std::vector<int64_t> Ds = quick ? std::vector<int64_t>{8192} : std::vector<int64_t>{8192, 4096};
+    const std::vector<int64_t> Ts =
+        quick ? std::vector<int64_t>{8192, 131072} : std::vector<int64_t>{1024, 8192, 32768, 131072};
+    for (bool cl : {false, true})
+      for (int64_t D : Ds)
+        for (int64_t T : Ts)
+          for (int pattern : {0, 1, 2}) {
+            std::vector<int64_t> lens;
+            if (pattern == 0) lens = {T};
+            if (pattern == 1) lens.assign(8, T / 8);
+            if (pattern == 2) {
+              std::vector<double> w(64);
+              double sum = 0;
+              for (auto& v : w) sum += (v = uniform(0.1, 2.0));
+              int64_t used = 0;
+              for (int i = 0; i < 63; ++i) used += lens.emplace_back(static_cast<int64_t>(w[i] / sum * T));
+              lens.push_back(T - used);
+            }
+            const int64_t B = static_cast<int64_t>(lens.size()), S = 3, W = 4;
+            const size_t x_bytes = static_cast<size_t>(D * T * 2);
+            const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / x_bytes, 1, 8));
+            std::vector<DeviceBuffer> xs;
+            for (int i = 0; i < nbuf; ++i) {
+              xs.emplace_back(x_bytes);
+              fill_random_bf16(xs.back().get(), x_bytes, stream);
+            }
+            DeviceBuffer copy_dst(x_bytes), states(B * D * S * 2), w(D * W * 2), bias(D * 2), q((B + 1) * 4),
+                init(B);
+            fill_random_bf16(states.get(), states.bytes(), stream);
+            fill_random_bf16(w.get(), w.bytes(), stream);
+            fill_random_bf16(bias.get(), bias.bytes(), stream);
+            std::vector<int32_t> hq = {0};
+            for (auto l : lens) hq.push_back(hq.back() + static_cast<int32_t>(l));
+            DKGPU_CHECK(cudaMemcpy(q.get(), hq.data(), hq.size() * 4, cudaMemcpyHostToDevice));
+            DKGPU_CHECK(cudaMemset(init.get(), 1, B));
+            const View wv(w.get(), 0, bf16, {D, W}, {W, 1}), bv(bias.get(), 0, bf16, {D}, {1});
+            const View sv(states.get(), 0, bf16, {B, D, S}, {D * S, S, 1});
+            const View qv(q.get(), 0, i32, {B + 1}, {1}), iv(init.get(), 0, u8, {B}, {1});
+            std::vector<View> xv;
+            for (auto& b : xs)
+              xv.emplace_back(b.get(), 0, bf16, std::vector<int64_t>{D, T},
+                              cl ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
+            const int iters = T >= 32768 ? 20 : 50;
+            const double copy_us = ev.us_per_call(stream, iters, [&](int i) {
+              DKGPU_CHECK(cudaMemcpyAsync(copy_dst.get(), xs[i % nbuf].get(), x_bytes,
+                                          cudaMemcpyDeviceToDevice, stream));
+            });
+            const double ceiling = 2.0 * x_bytes / copy_us * 1e-3;
+            const double bytes = 2.0 * x_bytes + 2.0 * B * D * S * 2;  // x in, out, states in + out
+            char shape[64];
+            std::snprintf(shape, sizeof shape, "D=%ld T=%ldk %s", static_cast<long>(D),
+                          static_cast<long>(T / 1024),
+                          pattern == 0   ? "1 seq"
+                          : pattern == 1 ? "8 eq"
+                                         : "64 mixed");
+            std::map<std::string, double> us_of;
+            for (auto& be : backends) {
+              const auto one = [&](int i) {
+                deltakern::CausalConv1dVarlenArgs a;
+                a.x = xv[i % nbuf].get();
+                a.weight = wv.get();
+                a.bias = bv.get();
+                a.conv_states = sv.get();
+                a.query_start_loc = qv.get();
+                a.has_initial_state = iv.get();
+                a.activation = deltakern::Activation::silu;
+                a.max_seq_len = *std::max_element(lens.begin(), lens.end());
+                a.stream = stream;
+                deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
+              };
+              try {
+                const double us = ev.us_per_call(stream, iters, one);
+                us_of[be.name] = us;
+                rows.push_back({"varlen", shape, cl ? "channel-last" : "time", be.name, us, bytes / us * 1e-3,
+                                100.0 * bytes / us * 1e-3 / ceiling});
+              } catch (const std::exception& e) {
+                std::printf("varlen %s %s %s: %s\n", shape, cl ? "channel-last" : "time", be.name.c_str(),
+                            e.what());
+                DKGPU_CHECK(cudaStreamSynchronize(stream));
+              }
+            }
+            for (auto& r : rows)
+              if (r.op == "varlen" && r.shape == shape && r.layout == (cl ? "channel-last" : "time") &&
+                  r.backend == "native" && us_of.count("portable"))
+                r.ratio = r.us / us_of["portable"];
+            std::printf("varlen %-24s %-12s copy %8.2f us", shape, cl ? "channel-last" : "time", copy_us);
+            for (auto& [n, us] : us_of) std::printf("  %s %8.2f us", n.c_str(), us);
+            std::printf("\n");
+            std::fflush(stdout);
+          }
+
+    // ---- update: graph replay
+    double ceiling_gbs = 0;
+    {
+      const size_t bytes = size_t{1} << 30;
+      DeviceBuffer a(bytes), b(bytes);
+      const double us = ev.us_per_call(stream, 20, [&](int) {
+        DKGPU_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+      });
+      ceiling_gbs = 2.0 * bytes / us * 1e-3;
+      std::printf("D2D copy ceiling (1 GiB): %.1f GB/s\n", ceiling_gbs);
+    }
+    for (int64_t batch : {1, 8, 64, 256, 1024}) {
+      const int64_t D = 8192, S = 3, W = 4;
+      const size_t per_call = static_cast<size_t>(batch * D * 2 * (1 + S));
+      const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{256} << 20) / per_call, 1, 32));
+      std::vector<DeviceBuffer> xs, ss;
+      for (int i = 0; i < nbuf; ++i) {
+        xs.emplace_back(batch * D * 2);
+        ss.emplace_back(batch * D * S * 2);
+        fill_random_bf16(xs.back().get(), xs.back().bytes(), stream);
+        fill_random_bf16(ss.back().get(), ss.back().bytes(), stream);
+      }
+      DeviceBuffer w(D * W * 2), bias(D * 2), idx(batch * 4);
+      fill_random_bf16(w.get(), w.bytes(), stream);
+      fill_random_bf16(bias.get(), bias.bytes(), stream);
+      std::vector<int32_t> hi(batch);
+      std::iota(hi.begin(), hi.end(), 0);
+      DKGPU_CHECK(cudaMemcpy(idx.get(), hi.data(), batch * 4, cudaMemcpyHostToDevice));
+      const View wv(w.get(), 0, bf16, {D, W}, {W, 1}), bv(bias.get(), 0, bf16, {D}, {1});
+      const View iv(idx.get(), 0, i32, {batch}, {1});
+      std::vector<View> xv, sv;
+      for (int i = 0; i < nbuf; ++i) {
+        xv.emplace_back(xs[i].get(), 0, bf16, std::vector<int64_t>{batch, D}, std::vector<int64_t>{D, 1});
+        sv.emplace_back(ss[i].get(), 0, bf16, std::vector<int64_t>{batch, D, S},
+                        std::vector<int64_t>{D * S, S, 1});
+      }
+      char shape[64];
+      std::snprintf(shape, sizeof shape, "batch=%ld D=8192", static_cast<long>(batch));
+      std::map<std::string, double> us_of;
+      for (auto& be : backends) {
+        auto call = [&](int i) {
+          deltakern::CausalConv1dUpdateArgs a;
+          a.x = xv[i % nbuf].get();
+          a.conv_state = sv[i % nbuf].get();
+          a.weight = wv.get();
+          a.bias = bv.get();
+          a.conv_state_indices = iv.get();
+          a.activation = deltakern::Activation::silu;
+          a.stream = stream;
+          deltakern::Tensor r = be.rt->causal_conv1d_update(a);
+        };
+        try {
+          const int per_graph = std::max(nbuf, 32);
+          cudaGraph_t graph;
+          cudaGraphExec_t exec;
+          DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+          try {
+            for (int i = 0; i < per_graph; ++i) call(i);
+          } catch (...) {
+            cudaStreamEndCapture(stream, &graph);
+            throw;
+          }
+          DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
+          DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          const double us = ev.us_per_call(stream, 20, [&](int) {
+            DKGPU_CHECK(cudaGraphLaunch(exec, stream));
+          }) / per_graph;
+          DKGPU_CHECK(cudaGraphExecDestroy(exec));
+          DKGPU_CHECK(cudaGraphDestroy(graph));
+          us_of[be.name] = us;
+          const double gbs = 2.0 * per_call / us * 1e-3;
+          rows.push_back({"update (graph)", shape, "-", be.name, us, gbs, 100.0 * gbs / ceiling_gbs});
+          if (batch == 1) {
+            const double host = median_host_us(stream, [&] { call(0); });
+            rows.push_back({"host time", "update batch=1 eager", "-", be.name, host, 0, 0});
+          }
+        } catch (const std::exception& e) {
+          std::printf("update %s %s: %s\n", shape, be.name.c_str(), e.what());
+          cudaGetLastError();
+          DKGPU_CHECK(cudaStreamSynchronize(stream));
+        }
+      }
+      for (auto& r : rows)
+        if (r.op == "update (graph)" && r.shape == shape && r.backend == "native" && us_of.count("portable"))
+          r.ratio = r.us / us_of["portable"];
+      std::printf("update %-24s", shape);
+      for (auto& [n, us] : us_of) std::printf("  %s %7.2f us", n.c_str(), us);
+      std::printf("\n");
+    }
+    // Host time of one eager varlen call (8k tokens, one sequence, max_seq_len given).
+    {
+      const int64_t D = 8192, T = 8192, S = 3, W = 4;
+      DeviceBuffer x(D * T * 2), states(D * S * 2), w(D * W * 2), q(8);
+      fill_random_bf16(x.get(), x.bytes(), stream);
+      fill_random_bf16(states.get(), states.bytes(), stream);
+      fill_random_bf16(w.get(), w.bytes(), stream);
+      const int32_t hq[2] = {0, static_cast<int32_t>(T)};
+      DKGPU_CHECK(cudaMemcpy(q.get(), hq, 8, cudaMemcpyHostToDevice));
+      const View xv(x.get(), 0, bf16, {D, T}, {T, 1}), wv(w.get(), 0, bf16, {D, W}, {W, 1});
+      const View sv(states.get(), 0, bf16, {1, D, S}, {D * S, S, 1}), qv(q.get(), 0, i32, {2}, {1});
+      for (auto& be : backends) {
+        try {
+          const double host = median_host_us(stream, [&] {
+            deltakern::CausalConv1dVarlenArgs a;
+            a.x = xv.get();
+            a.weight = wv.get();
+            a.conv_states = sv.get();
+            a.query_start_loc = qv.get();
+            a.activation = deltakern::Activation::silu;
+            a.max_seq_len = T;
+            a.stream = stream;
+            deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
+          });
+          rows.push_back({"host time", "varlen D=8192 T=8k eager", "time", be.name, host, 0, 0});
+        } catch (const std::exception& e) {
+          std::printf("host time varlen %s: %s\n", be.name.c_str(), e.what());
+        }
+      }
+    }
+
+    // ---- tables
+    std::ostringstream md;
+    md << "| op | shape | layout | backend | us | GB/s | % of copy | native/portable |\n"
+       << "|---|---|---|---|---:|---:|---:|---:|\n";
+    for (const auto& r : rows)
+      md << "| " << r.op << " | " << r.shape << " | " << r.layout << " | " << r.backend << " | "
+         << fmt("%.2f", r.us) << " | " << (r.gbs > 0 ? fmt("%.0f", r.gbs) : "-") << " | "
+         << (r.pct > 0 ? fmt("%.1f", r.pct) : "-") << " | " << (r.ratio > 0 ? fmt("%.2f", r.ratio) : "")
+         << " |\n";
+    md << "\nnative/portable: time ratio (below 1: native faster). Bytes: x read + output written + states "
+          "read and written; % of a device-to-device copy of the same size measured in the same run.\n";
+    std::printf("\n%-15s %-26s %-12s %-9s %9s %8s %7s %7s\n", "op", "shape", "layout", "backend", "us",
+                "GB/s", "%copy", "n/p");
+    for (const auto& r : rows)
+      std::printf("%-15s %-26s %-12s %-9s %9.2f %8.0f %6.1f%% %7s\n", r.op.c_str(), r.shape.c_str(),
+                  r.layout.c_str(), r.backend.c_str(), r.us, r.gbs, r.pct,
+                  r.ratio > 0 ? fmt("%.2f", r.ratio).c_str() : "");
+    if (!out_path.empty()) {
+      FILE* f = std::fopen(out_path.c_str(), "w");
+      if (f != nullptr) {
+        std::fputs(("# bench_gpu on " + std::string(prop.name) + "\n\n" + md.str()).c_str(), f);
+        std::fclose(f);
+      }
+    }
+    DKGPU_CHECK(cudaStreamDestroy(stream));
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+}

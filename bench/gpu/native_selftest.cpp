@@ -1,0 +1,1044 @@
+// native_selftest: drives the native plugin through its C ABI alone (dlopen, entry, a minimal
+// host-services table), so the kernels can be checked and timed on a GPU independently of the
+// core. Checks every dtype combination, width, layout, state layout, sequence edge, padded and
+// out-of-range slots against a float64 reference, poisons what the call must not touch, checks
+// capture + replay in global mode, and (--bench) times the kernels against a D2D copy.
+//
+//   native_selftest <path/to/libdeltakern_native.so> [--bench] [--quick]
+#include <deltakern/op_schemas.h>
+#include <deltakern/plugin_abi.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gpu_util.hpp"
+
+using namespace dkgpu;
+
+cudaError_t dkgpu_launch_empty(cudaStream_t stream);
+
+namespace {
+
+// ---- the plugin, loaded as the core would, with host services of our own
+
+struct Host {
+  static int32_t alloc(void*, DLDevice, size_t bytes, void* stream, void** out) {
+    return cudaMallocAsync(out, bytes, static_cast<cudaStream_t>(stream)) == cudaSuccess
+               ? DK_OK
+               : DK_ERR_OUT_OF_MEMORY;
+  }
+  static void release(void*, DLDevice, void* ptr, void* stream) {
+    cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
+  }
+  static int32_t read_to_host(void*, void* dst, const DLTensor* src, void* stream) {
+    size_t n = (src->dtype.bits / 8);
+    for (int d = 0; d < src->ndim; ++d) n *= src->shape[d];  // compact sources only (the error word)
+    if (cudaMemcpyAsync(dst, static_cast<char*>(src->data) + src->byte_offset, n, cudaMemcpyDeviceToHost,
+                        static_cast<cudaStream_t>(stream)) != cudaSuccess)
+      return DK_ERR_RUNTIME;
+    return cudaStreamSynchronize(static_cast<cudaStream_t>(stream)) == cudaSuccess ? DK_OK : DK_ERR_RUNTIME;
+  }
+  static void log(void*, int32_t level, const char* msg) {
+    std::fprintf(stderr, "[plugin %d] %s\n", level, msg);
+  }
+};
+
+struct Plugin {
+  void* so = nullptr;
+  const dk_plugin* table = nullptr;
+  void* self = nullptr;
+  dk_host host{sizeof(dk_host), nullptr, Host::log, Host::alloc, Host::release, Host::read_to_host};
+
+  explicit Plugin(const std::string& path) {
+    so = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (so == nullptr) throw std::runtime_error(std::string("dlopen: ") + dlerror());
+    auto entry = reinterpret_cast<dk_plugin_entry_fn>(dlsym(so, DK_PLUGIN_ENTRY_SYMBOL));
+    if (entry == nullptr) throw std::runtime_error("no entry symbol");
+    table = entry(DK_ABI_MAJOR, DK_ABI_MINOR);
+    init();
+  }
+  void init() {
+    if (self != nullptr) table->shutdown(self);
+    char err[512] = {};
+    if (table->init(&host, &self, err, sizeof err) != DK_OK)
+      throw std::runtime_error(std::string("init: ") + err);
+  }
+  ~Plugin() {
+    if (self != nullptr) table->shutdown(self);
+  }
+  const dk_op& op(const char* name) const {
+    for (size_t i = 0; i < table->n_ops; ++i)
+      if (std::string(table->ops[i].name) == name) return table->ops[i];
+    throw std::runtime_error(std::string("no op ") + name);
+  }
+  // Runs and returns the status; the result (a view of x) must alias x.
+  int32_t run(const char* name, const std::vector<const DLTensor*>& tensors,
+              const std::vector<dk_scalar>& scalars, void* stream, std::string* error = nullptr) const {
+    const dk_call call{sizeof(dk_call), stream,         tensors.size(),
+                       tensors.data(),  scalars.size(), scalars.data()};
+    const dk_op& o = op(name);
+    char why[512] = {};
+    if (o.supports != nullptr && o.supports(self, &call, why, sizeof why) != DK_OK) {
+      if (error) *error = std::string("supports: ") + why;
+      return DK_ERR_UNSUPPORTED;
+    }
+    DLManagedTensor* result = nullptr;
+    const int32_t st = o.run(self, &call, &result, why, sizeof why);
+    if (st != DK_OK) {
+      if (error) *error = why;
+      return st;
+    }
+    if (result == nullptr || result->dl_tensor.data != tensors[0]->data ||
+        result->dl_tensor.byte_offset != tensors[0]->byte_offset) {
+      if (error) *error = "result does not alias x";
+      if (result) result->deleter(result);
+      return DK_ERR_INTERNAL;
+    }
+    result->deleter(result);
+    return DK_OK;
+  }
+  uint32_t check_errors(cudaStream_t stream) const {
+    uint32_t flags = 0;
+    char msg[256] = {};
+    if (table->check_errors(self, DLDevice{kDLCUDA, 0}, stream, &flags, msg, sizeof msg) != DK_OK)
+      throw std::runtime_error(std::string("check_errors: ") + msg);
+    return flags;
+  }
+};
+
+dk_scalar str_scalar(const char* s) { return dk_scalar{DK_SCALAR_STRING, 0, 0.0, s}; }
+dk_scalar int_scalar(int64_t v) { return dk_scalar{DK_SCALAR_INT, v, 0.0, nullptr}; }
+dk_scalar none_scalar() { return dk_scalar{DK_SCALAR_NONE, 0, 0.0, nullptr}; }
+
+std::mt19937_64 rng(12345);
+double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+
+// ---- a state pool (lines, D, S) in one of three layouts, unused lines full of NaN
+
+struct Pool {
+  Dt dt;
+  int64_t lines, D, S;
+  int layout;  // 0: compact (lines, D, S); 1: (lines, S, D) transposed; 2: padded odd strides
+  int64_t sl, sc, sp, extent;
+  HostArray host;
+  DeviceBuffer dev;
+  Pool(Dt d, int64_t l, int64_t dim, int64_t s, int lay) : dt(d), lines(l), D(dim), S(s), layout(lay) {
+    if (layout == 0) {
+      sc = S, sp = 1, sl = D * S;
+    } else if (layout == 1) {
+      sc = 1, sp = D, sl = D * S;
+    } else {
+      sp = 1, sc = S + 1, sl = D * (S + 1) + 3;
+    }
+    extent = lines * sl + 8;
+    host = HostArray(dt, extent);
+    for (size_t i = 0; i < host.size(); ++i) host.set(i, std::nan(""));
+    dev = DeviceBuffer(host.bytes.size());
+  }
+  size_t at(int64_t l, int64_t c, int64_t p) const { return l * sl + c * sc + p * sp; }
+  void fill_line(int64_t l) {
+    for (int64_t c = 0; c < D; ++c)
+      for (int64_t p = 0; p < S; ++p) host.set(at(l, c, p), uniform(-1, 1));
+  }
+  View view(int device) const { return View(dev.get(), device, dt_dl(dt), {lines, D, S}, {sl, sc, sp}); }
+};
+
+struct Weights {
+  Dt wdt, bdt;
+  int64_t D;
+  int W;
+  bool has_bias;
+  HostArray w, b;
+  DeviceBuffer dw, db;
+  RefConv ref;
+  Weights(Dt wd, Dt bd, int64_t dim, int width, bool bias, bool silu)
+      : wdt(wd), bdt(bd), D(dim), W(width), has_bias(bias), w(wd, dim * width), b(bd, dim) {
+    for (size_t i = 0; i < w.size(); ++i) w.set(i, uniform(-0.6, 0.6));
+    for (size_t i = 0; i < b.size(); ++i) b.set(i, uniform(-0.3, 0.3));
+    dw = DeviceBuffer(w.bytes.size());
+    db = DeviceBuffer(b.bytes.size());
+    w.upload(dw.get());
+    b.upload(db.get());
+    ref.width = width;
+    ref.silu = silu;
+    ref.w.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i) ref.w[i] = w.get(i);
+    if (bias) {
+      ref.bias.resize(b.size());
+      for (size_t i = 0; i < b.size(); ++i) ref.bias[i] = b.get(i);
+    }
+  }
+  View wv(int dev) const { return View(dw.get(), dev, dt_dl(wdt), {D, W}, {W, 1}); }
+  View bv(int dev) const { return View(db.get(), dev, dt_dl(bdt), {D}, {1}); }
+};
+
+struct Failures {
+  int checks = 0, failed = 0;
+  void report(const std::string& name, const std::string& problem) {
+    ++checks;
+    if (!problem.empty()) {
+      ++failed;
+      std::printf("FAIL %s: %s\n", name.c_str(), problem.c_str());
+    } else {
+      std::printf("ok   %s\n", name.c_str());
+    }
+    std::fflush(stdout);
+  }
+};
+
+// ---- causal_conv1d_varlen cases
+
+struct VarlenCase {
+  std::string name;
+  Dt xdt = Dt::bf16, wdt = Dt::bf16, bdt = Dt::bf16, sdt = Dt::bf16;
+  int W = 4, S = 3;
+  bool channel_last = false;
+  int64_t D = 64;
+  std::vector<int64_t> lens;
+  int64_t ld_extra = 0;  // row stride beyond the minimum
+  int64_t x_offset = 0;  // elements before the view (misaligns when odd)
+  bool bias = true, silu = true;
+  int init_mode = 2;  // 0: no tensor; 1: all true; 2: alternating
+  int state_layout = 0;
+  int64_t extra_lines = 5;
+  bool permute = true;
+  int pad_every = 0;  // every n-th sequence padded
+  int64_t pad_id = -1;
+  int oor_seq = -1;     // a sequence given an out-of-range index
+  int64_t tile = 0;     // tile override (DELTAKERN_NATIVE_TILE)
+  int64_t q_shift = 0;  // q[0] > 0: tokens before the first sequence belong to none
+};
+
+struct VarlenInputs {
+  int64_t T, B;
+  std::vector<int32_t> q, ci;
+  std::vector<uint8_t> init;
+  DeviceBuffer dq, dci, dinit;
+};
+
+VarlenInputs make_varlen_inputs(const VarlenCase& c, int64_t lines) {
+  VarlenInputs in;
+  in.B = static_cast<int64_t>(c.lens.size());
+  in.q.push_back(static_cast<int32_t>(c.q_shift));
+  for (auto l : c.lens) in.q.push_back(in.q.back() + static_cast<int32_t>(l));
+  in.T = in.q.back();
+  std::vector<int32_t> perm(lines);
+  std::iota(perm.begin(), perm.end(), 0);
+  if (c.permute) std::shuffle(perm.begin(), perm.end(), rng);
+  for (int64_t b = 0; b < in.B; ++b) {
+    int32_t idx = perm[b];
+    if (c.pad_every > 0 && b % c.pad_every == c.pad_every - 1) idx = static_cast<int32_t>(c.pad_id);
+    if (b == c.oor_seq) idx = static_cast<int32_t>(lines + 3);
+    in.ci.push_back(idx);
+    in.init.push_back(c.init_mode == 1 ? 1 : (c.init_mode == 2 ? (b % 2) : 0));
+  }
+  in.dq = DeviceBuffer(in.q.size() * 4);
+  DKGPU_CHECK(cudaMemcpy(in.dq.get(), in.q.data(), in.q.size() * 4, cudaMemcpyHostToDevice));
+  in.dci = DeviceBuffer(std::max<size_t>(1, in.ci.size()) * 4);
+  in.dinit = DeviceBuffer(std::max<size_t>(1, in.init.size()));
+  if (in.B > 0) {
+    DKGPU_CHECK(cudaMemcpy(in.dci.get(), in.ci.data(), in.ci.size() * 4, cudaMemcpyHostToDevice));
+    DKGPU_CHECK(cudaMemcpy(in.dinit.get(), in.init.data(), in.init.size(), cudaMemcpyHostToDevice));
+  }
+  return in;
+}
+
+// Reference: new x over the view (logical (d, t)), new state pool.
+void varlen_reference(const VarlenCase& c, const VarlenInputs& in, const RefConv& conv,
+                      const std::function<double(int64_t, int64_t)>& xget,
+                      const std::function<void(int64_t, int64_t, double)>& xset, const Pool& pool,
+                      HostArray& states) {
+  const int64_t S = c.S, W = c.W;
+  for (int64_t b = 0; b < in.B; ++b) {
+    const int64_t line = in.ci[b];
+    if (line == c.pad_id || line < 0 || line >= pool.lines) continue;
+    const int64_t q0 = in.q[b], L = in.q[b + 1] - q0;
+    const bool init = c.init_mode != 0 && in.init[b];
+    for (int64_t d = 0; d < c.D; ++d) {
+      std::vector<double> e(S + L);
+      for (int64_t j = 0; j < S; ++j) e[j] = init ? states.get(pool.at(line, d, j)) : 0.0;
+      for (int64_t t = 0; t < L; ++t) e[S + t] = xget(d, q0 + t);
+      for (int64_t t = 0; t < L; ++t) xset(d, q0 + t, conv.point(d, &e[S + t - (W - 1)]));
+      for (int64_t j = 0; j < S; ++j) states.set(pool.at(line, d, j), e[L + j]);
+    }
+  }
+}
+
+std::string compare_x(const HostArray& got, const HostArray& before, const std::vector<double>& ref,
+                      const std::vector<char>& in_view, Dt dt) {
+  const double tol = tolerance(dt);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!in_view[i] || std::isnan(ref[i])) {
+      if (!got.same_bits(before, i)) return "element " + std::to_string(i) + " outside the outputs changed";
+      continue;
+    }
+    const double g = got.get(i), r = ref[i];
+    if (!(std::fabs(g - r) <= tol * (1.0 + std::fabs(r))))
+      return "x[" + std::to_string(i) + "] = " + std::to_string(g) + ", expected " + std::to_string(r);
+  }
+  return {};
+}
+
+std::string compare_pool(const HostArray& got, const HostArray& ref) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = got.get(i), r = ref.get(i);
+    if (std::isnan(r) ? !got.same_bits(ref, i) : !(g == r))
+      return "state element " + std::to_string(i) + " = " + std::to_string(g) + ", expected " +
+             std::to_string(r);
+  }
+  return {};
+}
+
+std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t stream, bool capture = false) {
+  if (c.tile > 0) {
+    setenv("DELTAKERN_NATIVE_TILE", std::to_string(c.tile).c_str(), 1);
+    plugin.init();
+    unsetenv("DELTAKERN_NATIVE_TILE");
+  }
+  const int64_t B = static_cast<int64_t>(c.lens.size());
+  const int64_t lines = B + c.extra_lines;
+  Pool pool(c.sdt, lines, c.D, c.S, c.state_layout);
+  VarlenInputs in = make_varlen_inputs(c, lines);
+  for (int64_t b = 0; b < B; ++b)
+    if (in.ci[b] >= 0 && in.ci[b] < lines) pool.fill_line(in.ci[b]);
+  Weights wts(c.wdt, c.bdt, c.D, c.W, c.bias, c.silu);
+  const int64_t T = in.T + 0;
+  // x storage: time-contiguous (D rows of ld >= T) or channel-last (T rows of ld >= D).
+  const int64_t ld = (c.channel_last ? c.D : T) + c.ld_extra;
+  const int64_t rows = c.channel_last ? T : c.D;
+  const size_t n = static_cast<size_t>(c.x_offset + rows * ld + 7);
+  HostArray xh(c.xdt, n);
+  for (size_t i = 0; i < n; ++i) xh.set(i, uniform(-1, 1));
+  auto xi = [&](int64_t d, int64_t t) -> size_t {
+    return c.x_offset + (c.channel_last ? t * ld + d : d * ld + t);
+  };
+  std::vector<char> in_view(n, 0);
+  std::vector<double> ref(n, std::nan(""));
+  for (int64_t d = 0; d < c.D; ++d)
+    for (int64_t t = 0; t < T; ++t) in_view[xi(d, t)] = 1;
+  HostArray ref_states = pool.host;
+  varlen_reference(
+      c, in, wts.ref, [&](int64_t d, int64_t t) { return xh.get(xi(d, t)); },
+      [&](int64_t d, int64_t t, double v) { ref[xi(d, t)] = v; }, pool, ref_states);
+
+  DeviceBuffer xd(xh.bytes.size());
+  xh.upload(xd.get());
+  pool.host.upload(pool.dev.get());
+  const View xv(xd.get(), 0, dt_dl(c.xdt), {c.D, T},
+                c.channel_last ? std::vector<int64_t>{1, ld} : std::vector<int64_t>{ld, 1},
+                c.x_offset * dt_size(c.xdt));
+  const View wv = wts.wv(0), bv = wts.bv(0), sv = pool.view(0);
+  const View qv(in.dq.get(), 0, i32_dl(), {B + 1}, {1});
+  const View civ(in.dci.get(), 0, i32_dl(), {B}, {1});
+  const View iv(in.dinit.get(), 0, u8_dl(), {B}, {1});
+  const std::vector<const DLTensor*> tensors = {
+      xv.get(), wv.get(),  c.bias ? bv.get() : nullptr,     sv.get(),
+      qv.get(), civ.get(), c.init_mode ? iv.get() : nullptr};
+  const std::vector<dk_scalar> scalars = {str_scalar(c.silu ? "silu" : "none"), int_scalar(c.pad_id),
+                                          none_scalar()};
+  std::string err;
+  if (!capture) {
+    if (plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN, tensors, scalars, stream, &err) != DK_OK) return "run: " + err;
+  } else {
+    // Capture in global mode with garbage in x and the pool, then write the real inputs into the
+    // same buffers and replay: the graph must read them at replay time.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    DKGPU_CHECK(cudaMemsetAsync(xd.get(), 0x7f, xh.bytes.size(), stream));
+    DKGPU_CHECK(cudaStreamSynchronize(stream));
+    DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const int32_t st = plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN, tensors, scalars, stream, &err);
+    DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
+    if (st != DK_OK) return "run under capture: " + err;
+    DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    xh.upload(xd.get());
+    pool.host.upload(pool.dev.get());
+    DKGPU_CHECK(cudaGraphLaunch(exec, stream));
+    DKGPU_CHECK(cudaStreamSynchronize(stream));
+    DKGPU_CHECK(cudaGraphExecDestroy(exec));
+    DKGPU_CHECK(cudaGraphDestroy(graph));
+  }
+  DKGPU_CHECK(cudaStreamSynchronize(stream));
+  HostArray xg(c.xdt, n), pg(c.sdt, pool.host.size());
+  xg.download(xd.get());
+  pg.download(pool.dev.get());
+  std::string problem = compare_x(xg, xh, ref, in_view, c.xdt);
+  if (problem.empty()) problem = compare_pool(pg, ref_states);
+  const uint32_t flags = plugin.check_errors(stream);
+  if (problem.empty() && (c.oor_seq >= 0) != ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0))
+    problem = "error word " + std::to_string(flags) + " (an out-of-range index " +
+              (c.oor_seq >= 0 ? "was" : "was not") + " given)";
+  if (problem.empty() && plugin.check_errors(stream) != 0) problem = "error word not cleared";
+  if (c.tile > 0) plugin.init();
+  return problem;
+}
+
+// ---- causal_conv1d_update cases
+
+struct UpdateCase {
+  std::string name;
+  Dt xdt = Dt::bf16, wdt = Dt::bf16, sdt = Dt::bf16;
+  int W = 4, S = 3, Tq = 1;
+  int64_t D = 256, batch = 8;
+  bool x3d = false;          // (batch, D, Tq) even for Tq == 1
+  bool x_chan_last = false;  // (batch, D, Tq) with channel stride 1 (time stride D)
+  int64_t batch_extra = 0;   // batch stride beyond the minimum
+  int state_layout = 0;
+  bool circular = false;
+  bool indices = true;
+  int pad_every = 0;
+  int oor_row = -1;
+  bool bias = true, silu = true;
+};
+
+std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
+  const int64_t lines = c.batch + 3;
+  Pool pool(c.sdt, lines, c.D, c.S, c.state_layout);
+  Weights wts(c.wdt, c.wdt, c.D, c.W, c.bias, c.silu);
+  std::vector<int32_t> perm(lines), idx(c.batch), seqlens(c.batch);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (int64_t b = 0; b < c.batch; ++b) {
+    idx[b] = c.indices ? perm[b] : static_cast<int32_t>(b);
+    if (c.pad_every > 0 && b % c.pad_every == c.pad_every - 1) idx[b] = -1;
+    if (b == c.oor_row) idx[b] = static_cast<int32_t>(lines + 7);
+    seqlens[b] = static_cast<int32_t>(rng() % 50);
+    if (idx[b] >= 0 && idx[b] < lines) pool.fill_line(idx[b]);
+  }
+  // x (batch, D, Tq): compact, or channel-last per row (time stride D).
+  const int64_t sc = c.x_chan_last ? 1 : c.Tq, st = c.x_chan_last ? c.D : 1;
+  const int64_t sb = c.D * c.Tq + c.batch_extra;
+  const size_t n = static_cast<size_t>(c.batch * sb + 5);
+  HostArray xh(c.xdt, n);
+  for (size_t i = 0; i < n; ++i) xh.set(i, uniform(-1, 1));
+  auto xi = [&](int64_t b, int64_t d, int64_t t) -> size_t { return b * sb + d * sc + t * st; };
+  std::vector<char> in_view(n, 0);
+  std::vector<double> ref(n, std::nan(""));
+  HostArray ref_states = pool.host;
+  const int64_t S = c.S, W = c.W;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t d = 0; d < c.D; ++d)
+      for (int64_t t = 0; t < c.Tq; ++t) in_view[xi(b, d, t)] = 1;
+    const int64_t line = idx[b];
+    if (line < 0 || line >= lines) continue;
+    for (int64_t d = 0; d < c.D; ++d) {
+      if (!c.circular) {
+        std::vector<double> e(S + c.Tq);
+        for (int64_t j = 0; j < S; ++j) e[j] = ref_states.get(pool.at(line, d, j));
+        for (int64_t t = 0; t < c.Tq; ++t) e[S + t] = xh.get(xi(b, d, t));
+        for (int64_t t = 0; t < c.Tq; ++t) ref[xi(b, d, t)] = wts.ref.point(d, &e[S + t - (W - 1)]);
+        for (int64_t j = 0; j < S; ++j) ref_states.set(pool.at(line, d, j), e[c.Tq + j]);
+      } else {
+        const int64_t nn = seqlens[b];
+        for (int64_t t = 0; t < c.Tq; ++t) {
+          double e[4];
+          for (int64_t j = 0; j < W - 1; ++j) {
+            int64_t pos = ((nn + t - (W - 1) + j) % S + S) % S;
+            e[j] = ref_states.get(pool.at(line, d, pos));
+          }
+          e[W - 1] = xh.get(xi(b, d, t));
+          ref[xi(b, d, t)] = wts.ref.point(d, e);
+          ref_states.set(pool.at(line, d, (nn + t) % S), e[W - 1]);
+        }
+      }
+    }
+  }
+  for (int64_t b = 0; b < c.batch; ++b)
+    if (idx[b] < 0 || idx[b] >= lines)
+      for (int64_t d = 0; d < c.D; ++d)
+        for (int64_t t = 0; t < c.Tq; ++t) ref[xi(b, d, t)] = std::nan("");  // untouched
+
+  DeviceBuffer xd(xh.bytes.size()), di(c.batch * 4 + 4), ds(c.batch * 4 + 4);
+  xh.upload(xd.get());
+  pool.host.upload(pool.dev.get());
+  DKGPU_CHECK(cudaMemcpy(di.get(), idx.data(), c.batch * 4, cudaMemcpyHostToDevice));
+  DKGPU_CHECK(cudaMemcpy(ds.get(), seqlens.data(), c.batch * 4, cudaMemcpyHostToDevice));
+  const bool three = c.x3d || c.Tq > 1 || c.x_chan_last;
+  const View xv = three ? View(xd.get(), 0, dt_dl(c.xdt), {c.batch, c.D, c.Tq}, {sb, sc, st})
+                        : View(xd.get(), 0, dt_dl(c.xdt), {c.batch, c.D}, {sb, sc});
+  const View wv = wts.wv(0), bv = wts.bv(0), sv = pool.view(0);
+  const View iv(di.get(), 0, i32_dl(), {c.batch}, {1}), lv(ds.get(), 0, i32_dl(), {c.batch}, {1});
+  const std::vector<const DLTensor*> tensors = {
+      xv.get(), sv.get(), wv.get(), c.bias ? bv.get() : nullptr, iv.get(), c.circular ? lv.get() : nullptr};
+  const std::vector<dk_scalar> scalars = {str_scalar(c.silu ? "silu" : "none"), int_scalar(-1)};
+  std::string err;
+  if (!capture) {
+    if (plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE, tensors, scalars, stream, &err) != DK_OK) return "run: " + err;
+  } else {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    DKGPU_CHECK(cudaMemsetAsync(xd.get(), 0x7f, xh.bytes.size(), stream));
+    DKGPU_CHECK(cudaStreamSynchronize(stream));
+    DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const int32_t status = plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE, tensors, scalars, stream, &err);
+    DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
+    if (status != DK_OK) return "run under capture: " + err;
+    DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    xh.upload(xd.get());
+    pool.host.upload(pool.dev.get());
+    DKGPU_CHECK(cudaGraphLaunch(exec, stream));
+    DKGPU_CHECK(cudaStreamSynchronize(stream));
+    DKGPU_CHECK(cudaGraphExecDestroy(exec));
+    DKGPU_CHECK(cudaGraphDestroy(graph));
+  }
+  DKGPU_CHECK(cudaStreamSynchronize(stream));
+  HostArray xg(c.xdt, n), pg(c.sdt, pool.host.size());
+  xg.download(xd.get());
+  pg.download(pool.dev.get());
+  std::string problem = compare_x(xg, xh, ref, in_view, c.xdt);
+  if (problem.empty()) problem = compare_pool(pg, ref_states);
+  const uint32_t flags = plugin.check_errors(stream);
+  if (problem.empty() && (c.oor_row >= 0) != ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0))
+    problem = "error word " + std::to_string(flags);
+  return problem;
+}
+
+std::vector<VarlenCase> varlen_cases(bool quick) {
+  std::vector<VarlenCase> cases;
+  const std::vector<int64_t> edge = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 300};
+  for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+    for (int W : {2, 3, 4})
+      for (bool cl : {false, true}) {
+        VarlenCase c;
+        c.xdt = c.wdt = c.bdt = c.sdt = xdt;
+        c.W = W;
+        c.S = W - 1;
+        c.channel_last = cl;
+        c.lens = edge;
+        c.name = std::string("varlen/") + dt_name(xdt) + "/w" + std::to_string(W) +
+                 (cl ? "/channel_last" : "/time");
+        cases.push_back(c);
+        if (quick) continue;
+        VarlenCase m = c;  // mixed dtypes: f32 weights, bias and states
+        if (xdt != Dt::f32) {
+          m.wdt = m.bdt = m.sdt = Dt::f32;
+          m.name += "/f32-weights-states";
+          cases.push_back(m);
+          m.wdt = xdt;
+          m.bdt = Dt::f32;
+          m.sdt = xdt;
+          m.name = c.name + "/f32-bias";
+          cases.push_back(m);
+        }
+      }
+  auto add = [&](VarlenCase c, const std::string& tag) {
+    c.name = "varlen/" + tag;
+    cases.push_back(c);
+  };
+  for (bool cl : {false, true}) {
+    const std::string L = cl ? "channel_last" : "time";
+    VarlenCase c;
+    c.channel_last = cl;
+    c.lens = {5, 0, 1, 200, 3, 17};
+    c.bias = false;
+    c.silu = false;
+    add(c, L + "/no-bias/no-act");
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {33, 1, 2, 150, 0, 9};
+    c.S = 6;
+    c.W = 3;
+    add(c, L + "/S6-w3");
+    c.S = 2;
+    c.W = 2;
+    c.lens = {1, 1, 1, 0, 2, 40};
+    add(c, L + "/S2-w2-short");
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {40, 7, 0, 90, 3};
+    for (int lay : {1, 2}) {
+      c.state_layout = lay;
+      add(c, L + "/state-layout" + std::to_string(lay));
+    }
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {50, 2, 60, 1, 0, 80};
+    c.pad_every = 2;
+    add(c, L + "/padded");
+    c.pad_id = 7777;
+    add(c, L + "/padded-custom-id");
+    c.pad_every = 0;
+    c.pad_id = -1;
+    c.oor_seq = 3;
+    add(c, L + "/out-of-range-index");
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {30, 20, 70};
+    c.init_mode = 0;
+    add(c, L + "/no-init-tensor");
+    c.init_mode = 1;
+    c.permute = false;
+    c.extra_lines = 0;
+    add(c, L + "/identity-indices");
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {100, 27};
+    c.q_shift = 9;
+    add(c, L + "/gap-before-first");
+    // strides and alignment: padded rows, a fused-QKV-like slice (odd offset breaks 16 B alignment)
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {77, 5, 123, 1};
+    c.ld_extra = cl ? 2 * c.D : 24;
+    add(c, L + "/strided-rows");
+    c.x_offset = 3;
+    c.ld_extra = cl ? 2 * c.D + 1 : 25;
+    add(c, L + "/misaligned-scalar-path");
+    c.x_offset = 0;
+    c.ld_extra = 0;
+    c.D = 60;  // D not a multiple of the vector width
+    add(c, L + "/D60");
+    // token tiles: many tile boundaries, sequences crossing one or several, ending right
+    // after a boundary (state from the previous tile's parked tail), S > tail, empty at the end
+    for (int64_t tile : {64, 128}) {
+      if (!cl && tile == 64) continue;
+      for (int S : {3, 5, 8}) {
+        VarlenCase t;
+        t.channel_last = cl;
+        t.tile = cl ? tile : 512;
+        t.S = S;
+        t.lens = cl ? std::vector<int64_t>{63, 1, 65, 2, 1, 200, 130, 0, 64, 62, 3, 0}
+                    : std::vector<int64_t>{2047, 1, 2049, 2, 1, 3000, 2100, 0, 2048, 2046, 3, 0, 1023, 1025};
+        t.init_mode = 2;
+        add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S));
+        t.xdt = t.wdt = t.bdt = t.sdt = Dt::f32;
+        add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S) + "/f32");
+      }
+    }
+    VarlenCase big;
+    big.channel_last = cl;
+    big.D = 512;
+    big.lens = {3000, 1, 2047, 2049, 5};
+    add(big, L + "/long-default-tiles");
+    VarlenCase empty;
+    empty.channel_last = cl;
+    empty.lens = {0, 0, 0};
+    empty.init_mode = 2;
+    add(empty, L + "/all-empty");
+  }
+  return cases;
+}
+
+std::vector<UpdateCase> update_cases(bool quick) {
+  std::vector<UpdateCase> cases;
+  for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+    for (int W : {2, 3, 4}) {
+      UpdateCase c;
+      c.xdt = c.wdt = c.sdt = xdt;
+      c.W = W;
+      c.S = W - 1;
+      c.name = std::string("update/") + dt_name(xdt) + "/w" + std::to_string(W);
+      cases.push_back(c);
+      if (quick) continue;
+      UpdateCase m = c;
+      if (xdt != Dt::f32) {
+        m.wdt = m.sdt = Dt::f32;
+        m.name += "/f32-weights-states";
+        cases.push_back(m);
+      }
+      m = c;
+      m.circular = true;
+      m.S = W + 2;
+      m.name += "/circular";
+      cases.push_back(m);
+    }
+  auto add = [&](UpdateCase c, const std::string& tag) {
+    c.name = "update/" + tag;
+    cases.push_back(c);
+  };
+  UpdateCase c;
+  c.Tq = 4;
+  add(c, "tq4");
+  c.S = 2;
+  c.W = 3;
+  c.Tq = 5;
+  add(c, "tq5-S2");
+  c = UpdateCase{};
+  c.Tq = 3;
+  c.x_chan_last = true;
+  add(c, "tq3-channel-last-x");
+  c = UpdateCase{};
+  c.x3d = true;
+  c.batch_extra = 8;
+  add(c, "x3d-strided-batch");
+  c = UpdateCase{};
+  for (int lay : {1, 2}) {
+    c.state_layout = lay;
+    add(c, "state-layout" + std::to_string(lay));
+    c.circular = true;
+    c.S = 7;
+    add(c, "state-layout" + std::to_string(lay) + "/circular");
+    c.circular = false;
+    c.S = 3;
+  }
+  c = UpdateCase{};
+  c.pad_every = 3;
+  c.batch = 70;
+  add(c, "padded-rows-batch70");
+  c.pad_every = 0;
+  c.oor_row = 5;
+  add(c, "out-of-range-index");
+  c = UpdateCase{};
+  c.indices = false;
+  c.bias = false;
+  c.silu = false;
+  add(c, "identity/no-bias/no-act");
+  c = UpdateCase{};
+  c.D = 200;
+  c.batch = 130;
+  add(c, "D200-batch130");
+  c.D = 8192;
+  c.batch = 3;
+  c.S = 12;
+  c.Tq = 2;
+  add(c, "D8192-S12-tq2");
+  return cases;
+}
+
+// Prefill of the first part, then single-token updates, equals one prefill of the whole.
+std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool channel_last) {
+  const int64_t D = 128, L = 40, P = 33, S = 3, W = 4;
+  const Dt dt = Dt::f32;
+  Weights wts(dt, dt, D, W, true, true);
+  HostArray x(dt, D * L);
+  for (size_t i = 0; i < x.size(); ++i) x.set(i, uniform(-1, 1));
+  auto run_prefill = [&](int64_t len, DeviceBuffer& states, DeviceBuffer& xd) {
+    HostArray part(dt, D * len);
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t t = 0; t < len; ++t) part.set(channel_last ? t * D + d : d * len + t, x.get(d * L + t));
+    xd = DeviceBuffer(part.bytes.size());
+    part.upload(xd.get());
+    std::vector<int32_t> q = {0, static_cast<int32_t>(len)};
+    DeviceBuffer dq(8);
+    DKGPU_CHECK(cudaMemcpy(dq.get(), q.data(), 8, cudaMemcpyHostToDevice));
+    const View xv(xd.get(), 0, dt_dl(dt), {D, len},
+                  channel_last ? std::vector<int64_t>{1, D} : std::vector<int64_t>{len, 1});
+    const View wv = wts.wv(0), bv = wts.bv(0);
+    const View sv(states.get(), 0, dt_dl(dt), {1, D, S}, {D * S, S, 1});
+    const View qv(dq.get(), 0, i32_dl(), {2}, {1});
+    std::string err;
+    if (plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN,
+                   {xv.get(), wv.get(), bv.get(), sv.get(), qv.get(), nullptr, nullptr},
+                   {str_scalar("silu"), int_scalar(-1), int_scalar(len)}, stream, &err) != DK_OK)
+      throw std::runtime_error(err);
+    HostArray out(dt, D * len);
+    DKGPU_CHECK(cudaStreamSynchronize(stream));
+    out.download(xd.get());
+    return out;
+  };
+  DeviceBuffer s_full(D * S * 4), s_part(D * S * 4), xd;
+  DKGPU_CHECK(cudaMemset(s_full.get(), 0, D * S * 4));
+  DKGPU_CHECK(cudaMemset(s_part.get(), 0, D * S * 4));
+  HostArray full = run_prefill(L, s_full, xd);
+  run_prefill(P, s_part, xd);
+  DeviceBuffer xt(D * 4);
+  for (int64_t t = P; t < L; ++t) {
+    HostArray tok(dt, D);
+    for (int64_t d = 0; d < D; ++d) tok.set(d, x.get(d * L + t));
+    tok.upload(xt.get());
+    const View xv(xt.get(), 0, dt_dl(dt), {1, D}, {D, 1});
+    const View wv = wts.wv(0), bv = wts.bv(0);
+    const View sv(s_part.get(), 0, dt_dl(dt), {1, D, S}, {D * S, S, 1});
+    std::string err;
+    if (plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE, {xv.get(), sv.get(), wv.get(), bv.get(), nullptr, nullptr},
+                   {str_scalar("silu"), int_scalar(-1)}, stream, &err) != DK_OK)
+      return err;
+    DKGPU_CHECK(cudaStreamSynchronize(stream));
+    tok.download(xt.get());
+    for (int64_t d = 0; d < D; ++d) {
+      const double f = full.get(channel_last ? t * D + d : d * L + t), u = tok.get(d);
+      if (std::fabs(f - u) > 1e-5 * (1 + std::fabs(f)))
+        return "token " + std::to_string(t) + " channel " + std::to_string(d) + ": " + std::to_string(u) +
+               " vs " + std::to_string(f);
+    }
+  }
+  HostArray a(dt, D * S), b(dt, D * S);
+  a.download(s_full.get());
+  b.download(s_part.get());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a.same_bits(b, i)) return "final states differ";
+  return {};
+}
+
+// ---- timing
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    DKGPU_CHECK(cudaEventCreate(&a));
+    DKGPU_CHECK(cudaEventCreate(&b));
+  }
+  ~Timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  template <class F>
+  double us_per_call(cudaStream_t s, int iters, F&& f) {
+    for (int i = 0; i < 3; ++i) f(i);
+    DKGPU_CHECK(cudaStreamSynchronize(s));
+    DKGPU_CHECK(cudaEventRecord(a, s));
+    for (int i = 0; i < iters; ++i) f(i);
+    DKGPU_CHECK(cudaEventRecord(b, s));
+    DKGPU_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    DKGPU_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms * 1000.0 / iters;
+  }
+};
+
+void fill_random(void* dst, size_t bytes, cudaStream_t s) {
+  // One random block uploaded, then replicated on the device: fast for gigabytes.
+  const size_t block = std::min<size_t>((bytes + 1) / 2 * 2, size_t{4} << 20);
+  std::vector<uint16_t> h(block / 2);
+  for (auto& v : h) {
+    float f = static_cast<float>(uniform(-1, 1));
+    if (f == 0.f) f = 0.5f;
+    const __nv_bfloat16 b = __float2bfloat16_rn(f);
+    std::memcpy(&v, &b, 2);
+  }
+  DKGPU_CHECK(cudaMemcpyAsync(dst, h.data(), std::min(block, bytes), cudaMemcpyHostToDevice, s));
+  for (size_t off = block; off < bytes; off += block)
+    DKGPU_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, dst, std::min(block, bytes - off),
+                                cudaMemcpyDeviceToDevice, s));
+  DKGPU_CHECK(cudaStreamSynchronize(s));
+}
+
+void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::string& filter,
+           int iters_override) {
+  if (!update_only)
+    std::printf("\n%-34s %9s %9s %8s %8s\n", "varlen (bf16, w4, silu)", "us", "GB/s", "copy us", "%copy");
+  for (bool cl : {false, true})
+    for (int64_t D : {8192, 4096})
+      for (int64_t T : {1024, 8192, 32768, 131072})
+        for (int pattern : {0, 1, 2}) {
+          if (update_only) break;
+          std::vector<int64_t> lens;
+          if (pattern == 0) lens = {T};
+          if (pattern == 1) lens.assign(8, T / 8);
+          if (pattern == 2) {
+            std::vector<double> w(64);
+            double sum = 0;
+            for (auto& v : w) sum += (v = uniform(0.1, 2.0));
+            int64_t used = 0;
+            for (int i = 0; i < 63; ++i) used += lens.emplace_back(static_cast<int64_t>(w[i] / sum * T));
+            lens.push_back(T - used);
+          }
+          char name[64];
+          std::snprintf(name, sizeof name, "%s D%ld T%ldk %s", cl ? "chl" : "time", static_cast<long>(D),
+                        static_cast<long>(T / 1024),
+                        pattern == 0   ? "1seq"
+                        : pattern == 1 ? "8eq"
+                                       : "64mix");
+          if (!filter.empty() && std::string(name).find(filter) == std::string::npos) continue;
+          const int64_t B = static_cast<int64_t>(lens.size()), S = 3;
+          const size_t x_bytes = static_cast<size_t>(D * T * 2);
+          const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / x_bytes, 1, 8));
+          std::vector<DeviceBuffer> xs;
+          for (int i = 0; i < nbuf; ++i) {
+            xs.emplace_back(x_bytes);
+            fill_random(xs.back().get(), x_bytes, stream);
+          }
+          DeviceBuffer copy_dst(x_bytes), states(B * D * S * 2), w(D * 4 * 2), bias(D * 2), q((B + 1) * 4),
+              init(B);
+          fill_random(states.get(), states.bytes(), stream);
+          fill_random(w.get(), w.bytes(), stream);
+          fill_random(bias.get(), bias.bytes(), stream);
+          std::vector<int32_t> hq = {0};
+          for (auto l : lens) hq.push_back(hq.back() + static_cast<int32_t>(l));
+          DKGPU_CHECK(cudaMemcpy(q.get(), hq.data(), hq.size() * 4, cudaMemcpyHostToDevice));
+          DKGPU_CHECK(cudaMemset(init.get(), 1, B));
+          const View wv(w.get(), 0, dt_dl(Dt::bf16), {D, 4}, {4, 1}),
+              bv(bias.get(), 0, dt_dl(Dt::bf16), {D}, {1});
+          const View sv(states.get(), 0, dt_dl(Dt::bf16), {B, D, S}, {D * S, S, 1});
+          const View qv(q.get(), 0, i32_dl(), {B + 1}, {1}), iv(init.get(), 0, u8_dl(), {B}, {1});
+          std::vector<View> xv;
+          for (auto& b : xs)
+            xv.emplace_back(b.get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{D, T},
+                            cl ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
+          const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1), int_scalar(T)};
+          Timer timer;
+          const int iters = iters_override > 0 ? iters_override : (T >= 32768 ? 20 : 50);
+          std::string err;
+          const double us = timer.us_per_call(stream, iters, [&](int i) {
+            if (plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN,
+                           {xv[i % nbuf].get(), wv.get(), bv.get(), sv.get(), qv.get(), nullptr, iv.get()},
+                           scalars, stream, &err) != DK_OK)
+              throw std::runtime_error(err);
+          });
+          const double copy_us = timer.us_per_call(stream, iters, [&](int i) {
+            DKGPU_CHECK(cudaMemcpyAsync(copy_dst.get(), xs[i % nbuf].get(), x_bytes, cudaMemcpyDeviceToDevice,
+                                        stream));
+          });
+          const double bytes = 2.0 * x_bytes + 2.0 * B * D * S * 2;
+          const double copy_gbs = 2.0 * x_bytes / copy_us * 1e-3;
+          const double gbs = bytes / us * 1e-3;
+          std::printf("%-34s %9.2f %9.1f %8.2f %7.1f%%\n", name, us, gbs, copy_us, 100.0 * gbs / copy_gbs);
+          std::fflush(stdout);
+        }
+
+  if (!filter.empty() && filter != "update") return;
+  std::printf("\n%-34s %9s %9s %8s\n", "update (bf16, D8192, w4, graph)", "us/call", "GB/s", "%copy");
+  double ceiling_gbs = 0;
+  {
+    const size_t bytes = size_t{1} << 30;
+    DeviceBuffer a(bytes), b(bytes);
+    Timer timer;
+    const double us = timer.us_per_call(stream, 20, [&](int) {
+      DKGPU_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+    });
+    ceiling_gbs = 2.0 * bytes / us * 1e-3;
+    std::printf("D2D copy ceiling: %.1f GB/s\n", ceiling_gbs);
+  }
+  {
+    // The floor: a graph of 32 empty kernels.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < 32; ++i) DKGPU_CHECK(dkgpu_launch_empty(stream));
+    DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
+    DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    Timer timer;
+    const double us =
+        timer.us_per_call(stream, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, stream)); }) / 32;
+    std::printf("empty kernel in a graph: %.2f us per node\n", us);
+    DKGPU_CHECK(cudaGraphExecDestroy(exec));
+    DKGPU_CHECK(cudaGraphDestroy(graph));
+  }
+  for (int64_t batch : {1, 8, 64, 256, 1024}) {
+    const int64_t D = 8192, S = 3;
+    const size_t per_call = static_cast<size_t>(batch * D * 2 * (1 + S));
+    const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{256} << 20) / per_call, 1, 32));
+    std::vector<DeviceBuffer> xs, ss;
+    for (int i = 0; i < nbuf; ++i) {
+      xs.emplace_back(batch * D * 2);
+      ss.emplace_back(batch * D * S * 2);
+      fill_random(xs.back().get(), xs.back().bytes(), stream);
+      fill_random(ss.back().get(), ss.back().bytes(), stream);
+    }
+    DeviceBuffer w(D * 8), bias(D * 2), idx(batch * 4);
+    fill_random(w.get(), w.bytes(), stream);
+    fill_random(bias.get(), bias.bytes(), stream);
+    std::vector<int32_t> hi(batch);
+    std::iota(hi.begin(), hi.end(), 0);
+    DKGPU_CHECK(cudaMemcpy(idx.get(), hi.data(), batch * 4, cudaMemcpyHostToDevice));
+    const View wv(w.get(), 0, dt_dl(Dt::bf16), {D, 4}, {4, 1}), bv(bias.get(), 0, dt_dl(Dt::bf16), {D}, {1});
+    const View iv(idx.get(), 0, i32_dl(), {batch}, {1});
+    std::vector<View> xv, sv;
+    for (int i = 0; i < nbuf; ++i) {
+      xv.emplace_back(xs[i].get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{batch, D},
+                      std::vector<int64_t>{D, 1});
+      sv.emplace_back(ss[i].get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{batch, D, S},
+                      std::vector<int64_t>{D * S, S, 1});
+    }
+    const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1)};
+    const int per_graph = std::max(nbuf, 32);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    std::string err;
+    DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < per_graph; ++i)
+      if (plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE,
+                     {xv[i % nbuf].get(), sv[i % nbuf].get(), wv.get(), bv.get(), iv.get(), nullptr}, scalars,
+                     stream, &err) != DK_OK)
+        throw std::runtime_error(err);
+    DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
+    DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    Timer timer;
+    const double us =
+        timer.us_per_call(stream, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, stream)); }) / per_graph;
+    const double gbs = 2.0 * per_call / us * 1e-3;
+    std::printf("batch %-28ld %9.2f %9.1f %7.1f%%\n", static_cast<long>(batch), us, gbs,
+                100.0 * gbs / ceiling_gbs);
+    // Host time of one eager call through the plugin ABI (no core): median over many calls.
+    if (batch == 1) {
+      std::vector<double> host_us;
+      for (int rep = 0; rep < 20; ++rep) {
+        DKGPU_CHECK(cudaStreamSynchronize(stream));
+        for (int i = 0; i < 100; ++i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE,
+                     {xv[0].get(), sv[0].get(), wv.get(), bv.get(), iv.get(), nullptr}, scalars, stream,
+                     &err);
+          host_us.push_back(
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
+      }
+      std::nth_element(host_us.begin(), host_us.begin() + host_us.size() / 2, host_us.end());
+      std::printf("host time of one eager update call (plugin ABI only, incl. supports): %.2f us median\n",
+                  host_us[host_us.size() / 2]);
+    }
+    DKGPU_CHECK(cudaGraphExecDestroy(exec));
+    DKGPU_CHECK(cudaGraphDestroy(graph));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s <libdeltakern_native.so> [--bench] [--quick] [--no-check]\n", argv[0]);
+    return 2;
+  }
+  bool do_bench = false, quick = false, check = true, update_only = false;
+  std::string filter;
+  int iters = 0;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--bench") do_bench = true;
+    if (a == "--quick") quick = true;
+    if (a == "--no-check") check = false;
+    if (a == "--bench-update") do_bench = update_only = true;
+    if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
+  }
+  try {
+    Plugin plugin(argv[1]);
+    char why[256] = {};
+    if (plugin.table->probe(plugin.self, kDLCUDA, why, sizeof why) != DK_OK) {
+      std::printf("probe: %s\n", why);
+      return 3;
+    }
+    cudaDeviceProp prop{};
+    DKGPU_CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    cudaStream_t stream;
+    DKGPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Failures f;
+    if (check) {
+      for (const auto& c : varlen_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
+      for (const auto& c : update_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
+      for (bool cl : {false, true})
+        f.report(std::string("prefill-then-updates/") + (cl ? "channel_last" : "time"),
+                 prefill_then_updates(plugin, stream, cl));
+      for (bool cl : {false, true}) {
+        VarlenCase c;
+        c.channel_last = cl;
+        c.tile = cl ? 64 : 512;
+        c.lens = cl ? std::vector<int64_t>{63, 1, 65, 200, 130, 0, 64}
+                    : std::vector<int64_t>{2047, 1, 3000, 2100, 0, 2048};
+        f.report(std::string("capture/varlen/") + (cl ? "channel_last" : "time") + "/tiled",
+                 run_varlen_case(plugin, c, stream, true));
+      }
+      UpdateCase u;
+      u.batch = 33;
+      f.report("capture/update", run_update_case(plugin, u, stream, true));
+      u.circular = true;
+      u.S = 5;
+      f.report("capture/update/circular", run_update_case(plugin, u, stream, true));
+      std::printf("\n%d checks, %d failed\n", f.checks, f.failed);
+    }
+    if (do_bench) bench(plugin, stream, update_only, filter, iters);
+    DKGPU_CHECK(cudaStreamDestroy(stream));
+    return f.failed == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,74 @@
+// Kernel parameters of the native backend, shared by the plugin's host code (plugin.cpp, C++)
+// and the kernels (*.cu). Plain structs passed to the kernels by value.
+#pragma once
+
+#include <cstdint>
+
+namespace deltakern::native {
+
+// Element types of x, weight, bias and the state pool.
+enum DType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+// Rows of the conv state pool: (lines, D, S), any strides, in elements.
+struct StateView {
+  void* data;
+  int64_t line_stride, chan_stride, pos_stride;
+  int64_t lines;
+  int32_t len;  // S
+  int32_t dtype;
+};
+
+// An int32 or uint8 vector on the device, or none.
+struct IndexView {
+  const void* data;  // nullptr: none
+  int64_t stride;
+};
+
+struct ConvCommon {
+  const void* weight;  // (D, W)
+  int64_t w_chan_stride, w_tap_stride;
+  int32_t w_dtype;
+  int32_t width;     // 2..4
+  const void* bias;  // (D) or nullptr
+  int64_t bias_stride;
+  int32_t bias_dtype;
+  bool silu;
+  int64_t pad_slot_id;
+  uint32_t* error_word;  // this device's error word
+};
+
+struct VarlenParams {
+  ConvCommon conv;
+  void* x;  // (D, T), convolved in place
+  int64_t chan_stride, time_stride;
+  int64_t dim, tokens;
+  StateView state;
+  IndexView query_start_loc;    // int32, batch+1
+  IndexView cache_indices;      // int32 or none
+  IndexView has_initial_state;  // uint8 or none
+  int32_t batch;
+  // Token tiling: tile g covers tokens [g*tile_len, (g+1)*tile_len). A tile never writes the
+  // outputs of its last tail_len tokens (the next tile reads them as its halo, and the state
+  // of a sequence ending there may need them): it parks them, and the finish pass writes them.
+  int64_t tile_len;
+  int32_t ntiles;
+  int32_t rows_per_block;  // time-contiguous: channel rows of one block
+  int32_t tail_len;        // max(3, S)
+  void* park;              // (ntiles-1) tails of x's dtype; layout per kernel, see varlen_common.cuh
+  float* state_park;       // (ntiles-1, S, D): new states of sequences that end in a later tile
+};
+
+struct UpdateParams {
+  ConvCommon conv;
+  void* x;  // (batch, D, Tq), convolved in place
+  int64_t x_batch_stride, x_chan_stride, x_time_stride;
+  int64_t dim;
+  int32_t batch, tokens;  // tokens: Tq
+  StateView state;
+  IndexView state_indices;  // int32 or none
+  IndexView cache_seqlens;  // int32 or none: shift mode
+  int32_t chans_per_block;  // channels of one block's slab
+  int32_t rows_per_block;   // batch rows of one block
+};
+
+}  // namespace deltakern::native

@@ -1,0 +1,319 @@
+// Device helpers shared by the native kernels: element conversions, 16-byte vectors, the
+// window arithmetic and the bounds-checked lookups of the index tensors.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <deltakern/plugin_abi.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "conv1d.h"
+
+namespace deltakern::native {
+
+// Taps are right-aligned in a width-4 window: tap k multiplies the element 3-k tokens back.
+// A narrower conv leaves taps [0, 4-width) at zero and skips them, so one kernel serves
+// widths 2..4 with the same arithmetic as a kernel of exactly that width.
+constexpr int kMaxWidth = 4;
+constexpr int kHalo = kMaxWidth - 1;
+
+template <int kBytes>
+struct BytesToType;
+template <>
+struct BytesToType<16> {
+  using Type = uint4;
+};
+template <>
+struct BytesToType<8> {
+  using Type = uint2;
+};
+template <>
+struct BytesToType<4> {
+  using Type = uint32_t;
+};
+template <>
+struct BytesToType<2> {
+  using Type = uint16_t;
+};
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// Elements whose dtype is only known at run time (weight, bias, states): the branch is
+// uniform across the grid, and these are read once per sequence or per channel.
+__device__ __forceinline__ float load_float(const void* p, int64_t i, int32_t dtype) {
+  switch (dtype) {
+    case kF32:
+      return static_cast<const float*>(p)[i];
+    case kF16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    default:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+}
+__device__ __forceinline__ void store_float(void* p, int64_t i, int32_t dtype, float v) {
+  switch (dtype) {
+    case kF32:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case kF16:
+      static_cast<__half*>(p)[i] = __float2half_rn(v);
+      break;
+    default:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+      break;
+  }
+}
+
+// kN consecutive elements of T as floats, through one vector access when kN > 1 (the caller
+// guarantees alignment to sizeof(T) * kN).
+template <typename T, int kN>
+__device__ __forceinline__ void load_elems(const T* p, float (&out)[kN]) {
+  if constexpr (kN == 1) {
+    out[0] = to_float(*p);
+  } else {
+    using Vec = typename BytesToType<sizeof(T) * kN>::Type;
+    union {
+      Vec v;
+      T e[kN];
+    } u;
+    u.v = *reinterpret_cast<const Vec*>(p);
+#pragma unroll
+    for (int i = 0; i < kN; ++i) out[i] = to_float(u.e[i]);
+  }
+}
+template <typename T, int kN>
+__device__ __forceinline__ void store_elems(T* p, const float (&in)[kN]) {
+  if constexpr (kN == 1) {
+    *p = from_float<T>(in[0]);
+  } else {
+    using Vec = typename BytesToType<sizeof(T) * kN>::Type;
+    union {
+      Vec v;
+      T e[kN];
+    } u;
+#pragma unroll
+    for (int i = 0; i < kN; ++i) u.e[i] = from_float<T>(in[i]);
+    *reinterpret_cast<Vec*>(p) = u.v;
+  }
+}
+
+// silu through the fast exponential and divide (two MUFU ops): within a few ulp of float; the
+// IEEE divide would cost more instructions than the whole convolution. For bf16 outputs one
+// MUFU op does: sigmoid(v) = 0.5 + 0.5 tanh(v/2) with tanh.approx (relative error ~2^-11, far
+// below bf16's rounding), which keeps the MUFU pipe off the critical path of the varlen kernels.
+__device__ __forceinline__ float activate(float v, bool silu) {
+  return silu ? __fdividef(v, 1.f + __expf(-v)) : v;
+}
+__device__ __forceinline__ float tanh_approx(float v) {
+  float r;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+template <typename T>
+__device__ __forceinline__ float activate_for(float v, bool silu) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (!silu) return v;
+    const float h = 0.5f * v;
+    return fmaf(h, tanh_approx(h), h);  // v * (0.5 + 0.5 tanh(v/2))
+  } else {
+    return activate(v, silu);
+  }
+}
+
+// Programmatic dependent launch (sm_90): a kernel launched with the attribute may start while
+// the previous kernel of the stream finishes; it must wait for it before touching memory.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Weights of one channel, right-aligned in the width-4 window, and its bias.
+struct ChannelTaps {
+  float w[kMaxWidth];
+  float bias;
+};
+__device__ __forceinline__ ChannelTaps load_taps(const ConvCommon& c, int64_t chan) {
+  ChannelTaps t;
+  const int first = kMaxWidth - c.width;
+#pragma unroll
+  for (int k = 0; k < kMaxWidth; ++k)
+    t.w[k] = k >= first
+                 ? load_float(c.weight, chan * c.w_chan_stride + (k - first) * c.w_tap_stride, c.w_dtype)
+                 : 0.f;
+  t.bias = c.bias != nullptr ? load_float(c.bias, chan * c.bias_stride, c.bias_dtype) : 0.f;
+  return t;
+}
+
+// One output: bias + sum_k w[k] * e[t-3+k], taps below `first` skipped so that a padded tap
+// never turns an infinite input into NaN, rounded once by the caller.
+template <typename T = float>
+__device__ __forceinline__ float conv_point(const ChannelTaps& taps, int first, float e0, float e1, float e2,
+                                            float e3, bool silu) {
+  float acc = taps.bias;
+  if (first <= 0) acc = fmaf(taps.w[0], e0, acc);
+  if (first <= 1) acc = fmaf(taps.w[1], e1, acc);
+  if (first <= 2) acc = fmaf(taps.w[2], e2, acc);
+  acc = fmaf(taps.w[3], e3, acc);
+  return activate_for<T>(acc, silu);
+}
+
+__device__ __forceinline__ int32_t load_index(const IndexView& v, int64_t i) {
+  return static_cast<const int32_t*>(v.data)[i * v.stride];
+}
+
+// query_start_loc entries clamped into [0, tokens]: malformed offsets can never address x out
+// of bounds (validate = true is what rejects them).
+__device__ __forceinline__ int64_t seq_offset(const VarlenParams& p, int64_t i) {
+  const int64_t q = load_index(p.query_start_loc, i);
+  return q < 0 ? 0 : (q > p.tokens ? p.tokens : q);
+}
+
+// The state line of sequence/row b, or -1 when it is skipped: a padded slot, or an index out of
+// [0, lines), which is also flagged in the device error word when `flag` is set.
+__device__ __forceinline__ int64_t state_line(const IndexView& indices, int64_t b, const StateView& st,
+                                              const ConvCommon& c, bool flag) {
+  const int64_t line = indices.data != nullptr ? load_index(indices, b) : b;
+  if (line == c.pad_slot_id) return -1;
+  if (line < 0 || line >= st.lines) {
+    if (flag) atomicOr(c.error_word, static_cast<uint32_t>(DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE));
+    return -1;
+  }
+  return line;
+}
+
+__device__ __forceinline__ bool has_initial_state(const VarlenParams& p, int64_t b) {
+  return p.has_initial_state.data != nullptr &&
+         static_cast<const uint8_t*>(p.has_initial_state.data)[b * p.has_initial_state.stride] != 0;
+}
+
+__device__ __forceinline__ int64_t state_offset(const StateView& st, int64_t line, int64_t chan,
+                                                int64_t pos) {
+  return line * st.line_stride + chan * st.chan_stride + pos * st.pos_stride;
+}
+
+// Smallest b in [0, batch] with query_start_loc[b+1] >= pos (batch when none).
+__device__ __forceinline__ int32_t first_sequence_ending_at_or_after(const VarlenParams& p, int64_t pos) {
+  int32_t lo = 0, hi = p.batch;
+  while (lo < hi) {
+    const int32_t mid = (lo + hi) / 2;
+    if (seq_offset(p, mid + 1) >= pos)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+// The same, found by a whole warp with 32-way probes: log32(batch) dependent loads instead of
+// log2(batch). Every lane of the warp must call it (convergent); all get the answer.
+__device__ __forceinline__ int32_t warp_first_sequence_ending_at_or_after(const VarlenParams& p,
+                                                                          int64_t pos) {
+  const int lane = threadIdx.x % 32;
+  int32_t lo = 0, hi = p.batch;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    const int32_t step = (hi - lo + 31) / 32;
+    const int32_t probe = lo + (lane + 1) * step - 1;
+    const bool at_or_after = probe >= hi || seq_offset(p, probe + 1) >= pos;
+    const unsigned ballot = __ballot_sync(0xffffffffu, at_or_after);
+    const int f = ballot != 0 ? __ffs(ballot) - 1 : 32;  // the first probe that holds
+    const int32_t new_lo = min(hi, lo + f * step);
+    const int32_t new_hi = f == 32 ? hi : min(hi, lo + (f + 1) * step - 1);
+    lo = new_lo;
+    hi = new_hi;
+  }
+  return lo;
+}
+
+__device__ __forceinline__ int32_t tile_of(const VarlenParams& p, int64_t pos) {
+  const int64_t g = pos / p.tile_len;
+  return static_cast<int32_t>(g < p.ntiles - 1 ? g : p.ntiles - 1);
+}
+
+// The new state of sequence b, one channel, written after the prior was read:
+// new s[j] = e[L + j], e = concat(prior, x_b). Ascending j reads old entries L+j > j before
+// they are overwritten. x holds originals at [max(q0, q1-S), q1) when this runs. With
+// `park` set the values go to the finish pass's buffer instead of the state row.
+template <typename T>
+__device__ __forceinline__ void write_new_state(const VarlenParams& p, const T* x_chan, int64_t time_stride,
+                                                int64_t q0, int64_t q1, int64_t line, int64_t chan, bool init,
+                                                float* park) {
+  const StateView& st = p.state;
+  const int64_t len = q1 - q0;
+  if (len == 0 && init) return;  // e == prior: the row keeps its values
+  for (int32_t j = 0; j < st.len; ++j) {
+    const int64_t i = len + j;
+    float v;
+    if (i < st.len)
+      v = init ? load_float(st.data, state_offset(st, line, chan, i), st.dtype) : 0.f;
+    else
+      v = to_float(x_chan[(q0 + i - st.len) * time_stride]);
+    if (park != nullptr)
+      park[static_cast<int64_t>(j) * p.dim + chan] = v;
+    else
+      store_float(st.data, state_offset(st, line, chan, j), st.dtype, v);
+  }
+}
+
+// Asynchronous global -> shared copies (sm_80+): bytes in flight without registers held.
+template <int kBytes>
+__device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(gmem), "n"(kBytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Launches with programmatic dependent launch when asked (sm_90): the launch overlaps the
+// previous kernel's tail; the kernel itself waits for that kernel before touching memory.
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          bool pdl, Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  if (pdl) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace deltakern::native

@@ -1,0 +1,70 @@
+// Host entry points of the native kernels (compiled by nvcc, called from plugin.cpp). They
+// return a cudaError_t as int; none of them synchronizes or allocates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conv1d.h"
+
+namespace deltakern::native {
+
+struct LaunchOptions {
+  bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
+  int sm_count = 1;
+};
+
+// How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).
+struct VarlenPlan {
+  bool channel_last = false;
+  bool vectorized = false;
+  int64_t tile_len = 0;
+  int32_t ntiles = 1;
+  int32_t tail_len = 0;
+  int32_t rows_per_block = 1;
+  size_t park_bytes = 0;        // parked tail outputs, x's dtype
+  size_t state_park_bytes = 0;  // parked new states, f32
+  size_t scratch_bytes() const { return park_bytes + state_park_bytes; }
+};
+
+// Largest S the kernels accept: a tile's parked tail must hold the last S originals of a
+// sequence that ends just after it, and the time-contiguous kernel defers stores by one chunk.
+constexpr int32_t kMaxStateLen = 64;
+
+// `tile_tokens` > 0 overrides the heuristic (benchmark sweeps).
+VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last, bool vectorized,
+                       const LaunchOptions& o, int64_t tile_tokens = 0);
+
+// Main pass, then (ntiles > 1) the finish pass. p.park / p.state_park point at plan-sized scratch.
+int launch_varlen(VarlenParams p, int32_t x_dtype, const VarlenPlan& plan, const LaunchOptions& o,
+                  void* stream);
+
+// Channels per block and rows per block are chosen here; returns the error, or
+// cudaErrorInvalidValue when the call's slab cannot fit in shared memory.
+int launch_update(UpdateParams p, int32_t x_dtype, const LaunchOptions& o, void* stream);
+
+// Largest Tq the update kernel stages in shared memory at the smallest slab.
+constexpr int32_t kMaxUpdateTokens = 64;
+
+// Loads every kernel (and caches occupancy figures) on the current device, so that a first
+// call made inside a stream capture loads nothing. Returns the first error.
+int preload_varlen();
+int preload_update();
+int preload_channel_last();
+int preload_time_contiguous();
+
+// This device's error word (the current device's), or nullptr with the error in *err.
+uint32_t* error_word_address(int* err);
+
+// Internal: the per-layout main passes.
+int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
+                               void* stream);
+int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,
+                                  const LaunchOptions& o, void* stream);
+int channel_last_vec_width(int32_t dtype, bool vectorized);
+int channel_last_threads();
+int channel_last_blocks_per_sm(int32_t dtype, bool vectorized);
+int time_contiguous_segment(int32_t dtype, bool vectorized);
+int time_contiguous_warps();
+
+}  // namespace deltakern::native

@@ -1,0 +1,492 @@
+// The native backend: tuned CUDA kernels for sm_80 and sm_90 that convolve x in place.
+// This file is the plugin's C ABI side: capabilities, the finer checks (supports), argument
+// unpacking, the per-device state (SM count, error word), and the launches.
+#include <cuda_runtime_api.h>
+#include <deltakern/op_schemas.h>
+#include <deltakern/plugin_abi.h>
+#include <deltakern/plugin_sdk.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "conv1d.h"
+#include "launch.h"
+
+namespace deltakern::native {
+namespace {
+
+using plugin::Failure;
+
+constexpr int kMinComputeCapability = 80;
+constexpr int kMaxDevices = 64;
+
+// ---- declarations
+
+constexpr DLDataType kDtypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
+constexpr dk_device_caps kDevices[] = {
+    {sizeof(dk_device_caps), kDLCUDA, kMinComputeCapability, DK_CAP_GRAPH_CAPTURABLE}};
+constexpr dk_caps kCaps = {sizeof(dk_caps), 1, kDevices, 3,
+                           kDtypes,         2, 4,        DK_LAYOUT_TIME_CONTIGUOUS | DK_LAYOUT_CHANNEL_LAST};
+
+constexpr const char* kVarlenSchema =
+    "causal_conv1d_varlen(Tensor(a!) x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, "
+    "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, "
+    "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> Tensor(a)";
+constexpr const char* kUpdateSchema =
+    "causal_conv1d_update(Tensor(a!) x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, "
+    "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "
+    "int pad_slot_id=-1) -> Tensor(a)";
+
+// ---- per-device state, resolved on first use
+
+struct DeviceInfo {
+  std::once_flag once;
+  int sm_count = 0;
+  int compute_capability = 0;
+  uint32_t* error_word = nullptr;
+  int error = cudaSuccess;
+};
+
+struct Plugin {
+  const dk_host* host = nullptr;
+  std::array<DeviceInfo, kMaxDevices> devices;
+  int64_t tile_tokens = 0;  // DELTAKERN_NATIVE_TILE: tile length override for tests and sweeps
+  bool pdl = true;          // DELTAKERN_NATIVE_PDL=0 turns programmatic dependent launch off
+};
+
+LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
+  return LaunchOptions{plugin.pdl && dev.compute_capability >= 90, dev.sm_count};
+}
+
+std::string cuda_message(const char* what, int err) {
+  return std::string(what) + ": " + cudaGetErrorString(static_cast<cudaError_t>(err));
+}
+
+// Makes `device` current for the scope of a call and restores the caller's device.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) {
+      const cudaError_t err = cudaSetDevice(device);
+      if (err != cudaSuccess) throw Failure(DK_ERR_RUNTIME, cuda_message("cudaSetDevice", err));
+      switched_ = true;
+    }
+  }
+  ~DeviceGuard() {
+    if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+};
+
+// Attributes, the error word's address and the kernels of the current device, resolved on the
+// first call there. That call may come inside a stream capture: loading the module (lazy
+// loading) is not a stream operation but global capture mode refuses it, so this runs in
+// relaxed mode; nothing is enqueued.
+const DeviceInfo& device_info(Plugin& plugin, int device) {
+  if (device < 0 || device >= kMaxDevices)
+    throw Failure(DK_ERR_UNSUPPORTED, "native: device id out of range");
+  DeviceInfo& info = plugin.devices[device];
+  std::call_once(info.once, [&] {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    info.compute_capability = major * 10 + minor;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    info.error_word = error_word_address(&info.error);
+    if (info.error == cudaSuccess) info.error = preload_varlen();
+    if (info.error == cudaSuccess) info.error = preload_update();
+    cudaThreadExchangeStreamCaptureMode(&mode);
+  });
+  if (info.error != cudaSuccess)
+    throw Failure(DK_ERR_RUNTIME, cuda_message("native: device error word", info.error));
+  return info;
+}
+
+// Scratch from the core's stream-ordered allocator, released on the same stream after the
+// kernels that use it were enqueued (legal inside graph capture).
+class Scratch {
+ public:
+  Scratch(const dk_host& host, DLDevice device, size_t bytes, void* stream)
+      : host_(host), device_(device), stream_(stream) {
+    if (bytes == 0) return;
+    if (host.alloc(host.ctx, device, bytes, stream, &ptr_) != DK_OK || ptr_ == nullptr)
+      throw Failure(DK_ERR_OUT_OF_MEMORY,
+                    "native: allocating " + std::to_string(bytes) + " bytes of scratch failed");
+  }
+  ~Scratch() {
+    if (ptr_ != nullptr) host_.release(host_.ctx, device_, ptr_, stream_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  char* get() const { return static_cast<char*>(ptr_); }
+
+ private:
+  const dk_host& host_;
+  DLDevice device_;
+  void* stream_;
+  void* ptr_ = nullptr;
+};
+
+// ---- argument checks shared by supports() and run()
+
+int32_t dtype_code(const DLDataType& t) {
+  if (plugin::is_f32(t)) return kF32;
+  if (plugin::is_f16(t)) return kF16;
+  if (plugin::is_bf16(t)) return kBF16;
+  return -1;
+}
+
+std::string dtype_name(const DLDataType& t) {
+  switch (dtype_code(t)) {
+    case kF32:
+      return "float32";
+    case kF16:
+      return "float16";
+    case kBF16:
+      return "bfloat16";
+    default:
+      return "code " + std::to_string(t.code) + "/" + std::to_string(t.bits) + " bits";
+  }
+}
+
+// The reason is built only when the check fails: these run on every call.
+template <typename Why>
+void require(bool ok, Why&& why) {
+  if (ok) return;
+  if constexpr (std::is_invocable_v<Why>)
+    throw Failure(DK_ERR_UNSUPPORTED, "native: " + std::string(why()));
+  else
+    throw Failure(DK_ERR_UNSUPPORTED, "native: " + std::string(why));
+}
+
+void check_on_device(const DLTensor* t, const DLTensor& x, const char* name) {
+  if (t == nullptr) return;
+  require(t->device.device_type == kDLCUDA && t->device.device_id == x.device.device_id,
+          [&] { return std::string(name) + " is not on x's CUDA device"; });
+}
+
+// weight/bias: x's dtype or float32; states: x's dtype or float32.
+void check_companion_dtype(const DLTensor* t, const DLTensor& x, const char* name) {
+  if (t == nullptr) return;
+  require(plugin::same_dtype(t->dtype, x.dtype) || plugin::is_f32(t->dtype), [&] {
+    return std::string(name) + " must be x's dtype or float32, got " + dtype_name(t->dtype) + " with x " +
+           dtype_name(x.dtype);
+  });
+}
+
+void check_index(const DLTensor* t, const DLTensor& x, const char* name, bool mask) {
+  if (t == nullptr) return;
+  check_on_device(t, x, name);
+  require(t->ndim == 1, [&] { return std::string(name) + " must be one-dimensional"; });
+  require(mask ? plugin::is_dtype(t->dtype, kDLUInt, 8) : plugin::is_i32(t->dtype),
+          [&] { return std::string(name) + (mask ? " must be uint8" : " must be int32"); });
+}
+
+void check_common(const DLTensor& x, const DLTensor* weight, const DLTensor* bias, const DLTensor* states) {
+  require(x.device.device_type == kDLCUDA, "serves CUDA tensors only");
+  require(dtype_code(x.dtype) >= 0,
+          [&] { return "x dtype " + dtype_name(x.dtype) + " is not float32, float16 or bfloat16"; });
+  check_on_device(weight, x, "weight");
+  check_on_device(bias, x, "bias");
+  check_on_device(states, x, "conv state");
+  check_companion_dtype(weight, x, "weight");
+  check_companion_dtype(bias, x, "bias");
+  check_companion_dtype(states, x, "conv state");
+  require(weight->ndim == 2 && weight->shape[1] >= 2 && weight->shape[1] <= 4, "width must be 2..4");
+  require(states->ndim == 3, "conv state must be (lines, D, S)");
+  const int64_t S = states->shape[2];
+  require(S >= weight->shape[1] - 1, "state length S must be >= width - 1");
+  require(S <= kMaxStateLen, [&] {
+    return "state length S = " + std::to_string(S) + " exceeds " + std::to_string(kMaxStateLen);
+  });
+}
+
+enum class XLayout { channel_last, time_contiguous };
+
+XLayout varlen_layout(const DLTensor& x) {
+  const int64_t D = x.shape[0], T = x.shape[1];
+  const int64_t s0 = plugin::stride_of(x, 0), s1 = plugin::stride_of(x, 1);
+  if (D > 1 && s0 == 1) {
+    require(T <= 1 || s1 >= D, "channel-last x needs a time stride >= D");
+    return XLayout::channel_last;
+  }
+  require(s1 == 1 || T <= 1, "x must be time-contiguous (stride(1) == 1) or channel-last (stride(0) == 1)");
+  require(D <= 1 || s0 >= T, "time-contiguous x needs a channel stride >= T");
+  return XLayout::time_contiguous;
+}
+
+void check_varlen(const plugin::VarlenArgs& a) {
+  const DLTensor& x = *a.x;
+  require(x.ndim == 2, "x must be (D, T)");
+  check_common(x, a.weight, a.bias, a.conv_states);
+  require(a.weight->shape[0] == x.shape[0] && a.conv_states->shape[1] == x.shape[0],
+          "D differs between arguments");
+  check_index(a.query_start_loc, x, "query_start_loc", false);
+  check_index(a.cache_indices, x, "cache_indices", false);
+  check_index(a.has_initial_state, x, "has_initial_state", true);
+  require(a.query_start_loc->shape[0] >= 1, [&] { return "query_start_loc needs batch+1 entries"; });
+  require(a.batch() < (int64_t{1} << 31) && x.shape[1] < (int64_t{1} << 31), "batch and T must fit in int32");
+  varlen_layout(x);
+}
+
+void check_update(const plugin::UpdateArgs& a) {
+  const DLTensor& x = *a.x;
+  require(x.ndim == 2 || x.ndim == 3, "x must be (batch, D) or (batch, D, Tq)");
+  check_common(x, a.weight, a.bias, a.conv_state);
+  require(a.weight->shape[0] == x.shape[1] && a.conv_state->shape[1] == x.shape[1],
+          "D differs between arguments");
+  check_index(a.conv_state_indices, x, "conv_state_indices", false);
+  check_index(a.cache_seqlens, x, "cache_seqlens", false);
+  require(a.tokens() <= kMaxUpdateTokens, [&] {
+    return "Tq = " + std::to_string(a.tokens()) + " exceeds " + std::to_string(kMaxUpdateTokens);
+  });
+  require(a.batch() < (int64_t{1} << 31), "batch must fit in int32");
+}
+
+// ---- parameter packing
+
+ConvCommon conv_common(const DLTensor* weight, const DLTensor* bias, plugin::Activation act,
+                       int64_t pad_slot_id, uint32_t* error_word) {
+  ConvCommon c{};
+  c.weight = plugin::data_of<const void>(*weight);
+  c.w_chan_stride = plugin::stride_of(*weight, 0);
+  c.w_tap_stride = plugin::stride_of(*weight, 1);
+  c.w_dtype = dtype_code(weight->dtype);
+  c.width = static_cast<int32_t>(weight->shape[1]);
+  c.bias = bias != nullptr ? plugin::data_of<const void>(*bias) : nullptr;
+  c.bias_stride = bias != nullptr ? plugin::stride_of(*bias, 0) : 0;
+  c.bias_dtype = bias != nullptr ? dtype_code(bias->dtype) : kF32;
+  c.silu = act == plugin::Activation::silu;
+  c.pad_slot_id = pad_slot_id;
+  c.error_word = error_word;
+  return c;
+}
+
+StateView state_view(const DLTensor& s) {
+  return StateView{plugin::data_of<void>(s),
+                   plugin::stride_of(s, 0),
+                   plugin::stride_of(s, 1),
+                   plugin::stride_of(s, 2),
+                   s.shape[0],
+                   static_cast<int32_t>(s.shape[2]),
+                   dtype_code(s.dtype)};
+}
+
+IndexView index_view(const DLTensor* t) {
+  if (t == nullptr) return IndexView{nullptr, 0};
+  return IndexView{plugin::data_of<const void>(*t), plugin::stride_of(*t, 0)};
+}
+
+bool aligned(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+void run_varlen(Plugin& plugin, const dk_call& call) {
+  const plugin::VarlenArgs a = plugin::unpack_varlen(call);
+  check_varlen(a);
+  const DLTensor& x = *a.x;
+  DeviceGuard guard(x.device.device_id);
+  const DeviceInfo& dev = device_info(plugin, x.device.device_id);
+
+  VarlenParams p{};
+  p.conv = conv_common(a.weight, a.bias, a.activation, a.pad_slot_id, dev.error_word);
+  p.x = plugin::data_of<void>(x);
+  p.chan_stride = plugin::stride_of(x, 0);
+  p.time_stride = plugin::stride_of(x, 1);
+  p.dim = x.shape[0];
+  p.tokens = x.shape[1];
+  p.state = state_view(*a.conv_states);
+  p.query_start_loc = index_view(a.query_start_loc);
+  p.cache_indices = index_view(a.cache_indices);
+  p.has_initial_state = index_view(a.has_initial_state);
+  p.batch = static_cast<int32_t>(a.batch());
+  if (p.batch == 0 || p.dim == 0) return;
+
+  const int32_t dt = dtype_code(x.dtype);
+  const int64_t esz = dt == kF32 ? 4 : 2;
+  const bool channel_last = varlen_layout(x) == XLayout::channel_last;
+  // 16-byte accesses along the contiguous dimension when the base, the other stride and the
+  // contiguous extent allow; otherwise the scalar instantiation.
+  bool vectorized;
+  if (channel_last) {
+    vectorized = aligned(p.x, 16) && (p.tokens <= 1 || (p.time_stride * esz) % 16 == 0) &&
+                 p.dim % channel_last_vec_width(dt, true) == 0;
+  } else {
+    vectorized = aligned(p.x, 16) && (p.dim <= 1 || (p.chan_stride * esz) % 16 == 0);
+    p.time_stride = 1;
+  }
+
+  const LaunchOptions options = launch_options(plugin, dev);
+  const VarlenPlan plan = plan_varlen(p, dt, channel_last, vectorized, options, plugin.tile_tokens);
+  Scratch scratch(*plugin.host, x.device, plan.scratch_bytes(), call.stream);
+  p.park = scratch.get();
+  p.state_park =
+      plan.state_park_bytes == 0 ? nullptr : reinterpret_cast<float*>(scratch.get() + plan.park_bytes);
+  const int err = launch_varlen(p, dt, plan, options, call.stream);
+  if (err != cudaSuccess)
+    throw Failure(DK_ERR_RUNTIME, cuda_message("native: causal_conv1d_varlen launch", err));
+}
+
+void run_update(Plugin& plugin, const dk_call& call) {
+  const plugin::UpdateArgs a = plugin::unpack_update(call);
+  check_update(a);
+  const DLTensor& x = *a.x;
+  DeviceGuard guard(x.device.device_id);
+  const DeviceInfo& dev = device_info(plugin, x.device.device_id);
+
+  UpdateParams p{};
+  p.conv = conv_common(a.weight, a.bias, a.activation, a.pad_slot_id, dev.error_word);
+  p.x = plugin::data_of<void>(x);
+  p.x_batch_stride = plugin::stride_of(x, 0);
+  p.x_chan_stride = plugin::stride_of(x, 1);
+  p.x_time_stride = x.ndim == 3 ? plugin::stride_of(x, 2) : 1;
+  p.dim = x.shape[1];
+  p.batch = static_cast<int32_t>(a.batch());
+  p.tokens = static_cast<int32_t>(a.tokens());
+  p.state = state_view(*a.conv_state);
+  p.state_indices = index_view(a.conv_state_indices);
+  p.cache_seqlens = index_view(a.cache_seqlens);
+  const int err = launch_update(p, dtype_code(x.dtype), launch_options(plugin, dev), call.stream);
+  if (err != cudaSuccess)
+    throw Failure(DK_ERR_RUNTIME, cuda_message("native: causal_conv1d_update launch", err));
+}
+
+// ---- the C ABI
+
+int32_t varlen_supports(void*, const dk_call* call, char* why, size_t why_size) {
+  return plugin::guarded(why, why_size, [&] { check_varlen(plugin::unpack_varlen(*call)); });
+}
+
+int32_t update_supports(void*, const dk_call* call, char* why, size_t why_size) {
+  return plugin::guarded(why, why_size, [&] { check_update(plugin::unpack_update(*call)); });
+}
+
+int32_t varlen_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
+                   size_t error_size) {
+  return plugin::guarded(error, error_size, [&] {
+    run_varlen(*static_cast<Plugin*>(self), *call);
+    *result = plugin::make_view_result(*call->tensors[DK_VARLEN_X]);
+  });
+}
+
+int32_t update_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
+                   size_t error_size) {
+  return plugin::guarded(error, error_size, [&] {
+    run_update(*static_cast<Plugin*>(self), *call);
+    *result = plugin::make_view_result(*call->tensors[DK_UPDATE_X]);
+  });
+}
+
+int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_size) {
+  return plugin::guarded(error, error_size, [&] {
+    if (host == nullptr || host->struct_size < sizeof(dk_host) || host->alloc == nullptr ||
+        host->release == nullptr || host->read_to_host == nullptr)
+      throw Failure(DK_ERR_INVALID_ARGUMENT,
+                    "native: the core's host services lack alloc/release/read_to_host");
+    auto* plugin = new Plugin;
+    plugin->host = host;
+    if (const char* tile = std::getenv("DELTAKERN_NATIVE_TILE")) plugin->tile_tokens = std::atoll(tile);
+    if (const char* pdl = std::getenv("DELTAKERN_NATIVE_PDL")) plugin->pdl = std::string(pdl) != "0";
+    *out = plugin;
+  });
+}
+
+int32_t plugin_probe(void*, int32_t device_type, char* why, size_t why_size) {
+  if (device_type != kDLCUDA) {
+    plugin::write_message(why, why_size, "unavailable: native serves CUDA devices only");
+    return DK_ERR_UNAVAILABLE;
+  }
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it so later calls start clean
+    plugin::write_message(why, why_size, std::string("unavailable: ") + cudaGetErrorString(err));
+    return DK_ERR_UNAVAILABLE;
+  }
+  if (count == 0) {
+    plugin::write_message(why, why_size, "unavailable: no CUDA device");
+    return DK_ERR_UNAVAILABLE;
+  }
+  int best = 0;
+  for (int d = 0; d < count; ++d) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d);
+    best = std::max(best, major * 10 + minor);
+  }
+  if (best < kMinComputeCapability) {
+    plugin::write_message(why, why_size,
+                          "unavailable: compute capability " + std::to_string(best / 10) + "." +
+                              std::to_string(best % 10) + " < 8.0 on every device");
+    return DK_ERR_UNAVAILABLE;
+  }
+  return DK_OK;
+}
+
+void plugin_shutdown(void* self) { delete static_cast<Plugin*>(self); }
+
+int32_t plugin_check_errors(void* self, DLDevice device, void* stream, uint32_t* flags, char* msg,
+                            size_t msg_size) {
+  return plugin::guarded(msg, msg_size, [&] {
+    *flags = 0;
+    if (device.device_type != kDLCUDA) return;
+    auto& plugin = *static_cast<Plugin*>(self);
+    DeviceGuard guard(device.device_id);
+    const DeviceInfo& dev = device_info(plugin, device.device_id);
+    int64_t shape[1] = {1};
+    DLTensor word{};
+    word.data = dev.error_word;
+    word.device = device;
+    word.ndim = 1;
+    word.dtype = DLDataType{kDLUInt, 32, 1};
+    word.shape = shape;
+    uint32_t value = 0;
+    if (plugin.host->read_to_host(plugin.host->ctx, &value, &word, stream) != DK_OK)
+      throw Failure(DK_ERR_RUNTIME, "native: reading the device error word failed");
+    if (value != 0) {
+      const cudaError_t err =
+          cudaMemsetAsync(dev.error_word, 0, sizeof(uint32_t), static_cast<cudaStream_t>(stream));
+      if (err != cudaSuccess)
+        throw Failure(DK_ERR_RUNTIME, cuda_message("native: clearing the error word", err));
+      plugin::write_message(msg, msg_size,
+                            (value & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE)
+                                ? "native: a cache index was out of range; those sequences were skipped"
+                                : "native: device error flags set");
+    }
+    *flags = value;
+  });
+}
+
+const dk_op kOps[] = {
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kCaps, varlen_supports, varlen_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kCaps, update_supports, update_run},
+};
+
+const dk_plugin kPlugin = {sizeof(dk_plugin),  DK_ABI_MAJOR, DK_ABI_MINOR,    "native", "0.1.0",
+                           plugin_init,        plugin_probe, plugin_shutdown, 2,        kOps,
+                           plugin_check_errors};
+
+}  // namespace
+}  // namespace deltakern::native
+
+extern "C" __attribute__((visibility("default"))) const dk_plugin* deltakern_plugin_entry(
+    uint16_t core_abi_major, uint16_t /*minor*/) {
+  // A different major is refused by the core with both versions in the message; the table
+  // says which one this plugin speaks.
+  (void)core_abi_major;
+  return &deltakern::native::kPlugin;
+}

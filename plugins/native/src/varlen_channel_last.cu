@@ -1,0 +1,243 @@
+// causal_conv1d_varlen, channel-last x (stride(channel) == 1, time stride >= D): each thread
+// owns kVec consecutive channels of one token tile and walks the tile's tokens in order,
+// carrying the last three inputs in registers; consecutive threads cover consecutive channels,
+// so a warp reads and writes whole token rows. Token rows reach the thread through a private
+// ring in shared memory filled by cp.async, kStages batches ahead: many bytes in flight per
+// thread without registers held for them. The ring is private to the thread (it reads only
+// what it copied), so no block barrier is needed.
+//
+// In place without races: a thread reads and writes only its own channels, and the only tokens
+// of this tile that another tile reads are its last tail_len (the next tile's halo, and the
+// originals a crossing sequence's new state is made of). Their outputs are parked, and the
+// finish pass writes them (varlen_launch.cu).
+#include "conv1d_common.cuh"
+#include "launch.h"
+
+namespace deltakern::native {
+
+template <typename T_, bool kVectorized_>
+struct ChannelLastTraits {
+  using T = T_;
+  static constexpr int kNThreads = 128;
+  // 16 bytes of channels a thread (8 for 16-bit types, 4 for f32); the scalar path (misaligned
+  // x) has one channel and plain loads.
+  static constexpr int kVec = kVectorized_ ? 16 / static_cast<int>(sizeof(T)) : 1;
+  static constexpr int kBatch = 4;   // token rows per cp.async group
+  static constexpr int kStages = 4;  // groups in flight
+  static constexpr int kDepth = kBatch * kStages;
+  static constexpr int kSmemBytes = kVectorized_ ? kDepth * kNThreads * 16 : 0;
+  using Vec = typename BytesToType<sizeof(T) * kVec>::Type;
+};
+
+template <typename T, int kVec, typename Vec>
+__device__ __forceinline__ void unpack(const Vec& raw, float (&out)[kVec]) {
+  union {
+    Vec v;
+    T e[kVec];
+  } u;
+  u.v = raw;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) out[i] = to_float(u.e[i]);
+}
+
+template <typename Kt>
+__global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(const VarlenParams p) {
+  using T = typename Kt::T;
+  using Vec = typename Kt::Vec;
+  constexpr int kVec = Kt::kVec;
+  constexpr int kBatch = Kt::kBatch, kStages = Kt::kStages, kDepth = Kt::kDepth;
+  constexpr bool kVectorized = Kt::kSmemBytes > 0;
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_previous_grid();
+
+  const int32_t g = blockIdx.x;
+  const int64_t t_begin = static_cast<int64_t>(g) * p.tile_len;
+  const int32_t b_first = warp_first_sequence_ending_at_or_after(p, t_begin);  // whole warps
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * Kt::kNThreads + threadIdx.x) * kVec;
+  if (c0 >= p.dim) return;  // no block-wide barrier below
+  const int64_t t_end = min(t_begin + p.tile_len, p.tokens);
+  const bool last_tile = g == p.ntiles - 1;
+  const int64_t park_from = last_tile ? t_end : t_end - p.tail_len;
+  const int64_t ts = p.time_stride;
+  T* const x = static_cast<T*>(p.x) + c0;
+  // Park layout (ntiles-1, tail_len, D): a parked row is as coalesced as an x row.
+  T* const park =
+      last_tile ? nullptr : static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0;
+  auto out_ptr = [&](int64_t t) { return t < park_from ? x + t * ts : park + (t - park_from) * p.dim; };
+  auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
+
+  ChannelTaps taps[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) taps[v] = load_taps(p.conv, c0 + v);
+  const int first = kMaxWidth - p.conv.width;
+  const bool silu = p.conv.silu;
+  const StateView& st = p.state;
+
+  for (int32_t b = b_first; b < p.batch; ++b) {
+    const int64_t q0 = seq_offset(p, b);
+    const int64_t q1 = max(q0, seq_offset(p, b + 1));
+    if (q0 >= t_end && !last_tile) break;
+    if (q0 == q1 ? tile_of(p, q0) != g : q1 <= t_begin) continue;
+    const bool ends_here = q1 <= t_end;  // exactly one tile sees the end (or the empty sequence)
+    const int64_t a = max(q0, t_begin), e = min(q1, t_end);
+
+    // The token ring first (it depends on a and e only), so that its loads overlap the lookups,
+    // prior and state work below. Ring slot of token t: ((t - a) mod kDepth), at [slot][thread].
+    Vec* const ring = reinterpret_cast<Vec*>(smem) + threadIdx.x;
+    auto slot = [&](int64_t t) { return ring + ((t - a) % kDepth) * Kt::kNThreads; };
+    auto issue = [&](int64_t t0) {
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k)
+        if (t0 + k < e) cp_async<16>(slot(t0 + k), x + (t0 + k) * ts);
+      cp_async_commit();  // one group per batch, empty or not, keeps the wait counts uniform
+    };
+    if constexpr (kVectorized) {
+#pragma unroll
+      for (int sg = 0; sg < kStages; ++sg) issue(a + sg * kBatch);
+    }
+
+    const int64_t line = state_line(p.cache_indices, b, st, p.conv, ends_here && c0 == 0);
+    if (line < 0) {
+      if constexpr (kVectorized) cp_async_wait<0>();  // the ring is reused by the next piece
+      continue;
+    }
+    const bool init = has_initial_state(p, b);
+
+    // e-values of the three tokens before a: x (originals: this tile has not written them, or
+    // they are the previous tile's parked tail), or the prior before the sequence starts.
+    float win[kHalo][kVec];
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      const int64_t pos = a - kHalo + i;
+      if (pos >= q0) {
+        float tmp[kVec];
+        unpack<T, kVec>(load(pos), tmp);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) win[i][v] = tmp[v];
+      } else {
+        const int64_t j = st.len + (pos - q0);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          win[i][v] = init && j >= 0 && i >= first
+                          ? load_float(st.data, state_offset(st, line, c0 + v, j), st.dtype)
+                          : 0.f;
+      }
+    }
+    // The new state is made of the last S originals: this thread has not written them yet, and
+    // those before the tile are the previous tile's parked tail. A sequence that started in an
+    // earlier tile, whose first tile reads the old prior, parks it for the finish pass.
+    if (ends_here) {
+      float* spark = a == q0 ? nullptr : p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) write_new_state<T>(p, x + v, ts, q0, q1, line, c0 + v, init, spark);
+    }
+
+    auto step = [&](const Vec& raw, int64_t t) {
+      float cur[kVec], out[kVec];
+      unpack<T, kVec>(raw, cur);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        out[v] = conv_point<T>(taps[v], first, win[0][v], win[1][v], win[2][v], cur[v], silu);
+        win[0][v] = win[1][v];
+        win[1][v] = win[2][v];
+        win[2][v] = cur[v];
+      }
+      store_elems<T, kVec>(out_ptr(t), out);
+    };
+
+    if constexpr (kVectorized) {
+      for (int64_t t = a; t < e; t += kBatch) {
+        cp_async_wait<kStages - 1>();  // the batch at t has landed
+        Vec cur[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) cur[k] = *slot(t + k);
+        issue(t + kDepth);  // into the slots just read
+        if (t + kBatch <= e) {
+#pragma unroll
+          for (int k = 0; k < kBatch; ++k) step(cur[k], t + k);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kBatch; ++k)
+            if (t + k < e) step(cur[k], t + k);
+        }
+      }
+      cp_async_wait<0>();
+    } else {
+      for (int64_t t = a; t < e; ++t) step(load(t), t);
+    }
+  }
+  allow_next_grid();
+}
+
+template <typename T, bool kVectorized>
+static cudaError_t launch_channel_last(const VarlenParams& p, const LaunchOptions& o, cudaStream_t stream) {
+  using Kt = ChannelLastTraits<T, kVectorized>;
+  const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
+  const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));
+  return launch_kernel(varlen_channel_last_kernel<Kt>, grid, dim3(Kt::kNThreads), Kt::kSmemBytes, stream,
+                       o.pdl, p);
+}
+
+template <typename T, bool kVectorized>
+static int blocks_per_sm() {
+  static int cached = [] {
+    int n = 0;
+    using Kt = ChannelLastTraits<T, kVectorized>;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, varlen_channel_last_kernel<Kt>, Kt::kNThreads,
+                                                      Kt::kSmemBytes) != cudaSuccess)
+      n = 4;
+    return n > 0 ? n : 1;
+  }();
+  return cached;
+}
+
+int channel_last_vec_width(int32_t dtype, bool vectorized) {
+  return vectorized ? (dtype == kF32 ? 4 : 8) : 1;
+}
+int channel_last_threads() { return ChannelLastTraits<float, true>::kNThreads; }
+
+int channel_last_blocks_per_sm(int32_t dtype, bool vectorized) {
+  switch (dtype) {
+    case kF32:
+      return vectorized ? blocks_per_sm<float, true>() : blocks_per_sm<float, false>();
+    case kF16:
+      return vectorized ? blocks_per_sm<__half, true>() : blocks_per_sm<__half, false>();
+    default:
+      return vectorized ? blocks_per_sm<__nv_bfloat16, true>() : blocks_per_sm<__nv_bfloat16, false>();
+  }
+}
+
+int preload_channel_last() {
+  cudaFuncAttributes a;
+  int err = cudaSuccess;
+  auto load = [&](auto kernel) {
+    if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, kernel);
+  };
+  load(varlen_channel_last_kernel<ChannelLastTraits<float, true>>);
+  load(varlen_channel_last_kernel<ChannelLastTraits<float, false>>);
+  load(varlen_channel_last_kernel<ChannelLastTraits<__half, true>>);
+  load(varlen_channel_last_kernel<ChannelLastTraits<__half, false>>);
+  load(varlen_channel_last_kernel<ChannelLastTraits<__nv_bfloat16, true>>);
+  load(varlen_channel_last_kernel<ChannelLastTraits<__nv_bfloat16, false>>);
+  for (int32_t dt : {kF32, kF16, kBF16})
+    for (bool v : {true, false}) channel_last_blocks_per_sm(dt, v);
+  return err;
+}
+
+int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
+                               void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case kF32:
+      return vectorized ? launch_channel_last<float, true>(p, o, s)
+                        : launch_channel_last<float, false>(p, o, s);
+    case kF16:
+      return vectorized ? launch_channel_last<__half, true>(p, o, s)
+                        : launch_channel_last<__half, false>(p, o, s);
+    default:
+      return vectorized ? launch_channel_last<__nv_bfloat16, true>(p, o, s)
+                        : launch_channel_last<__nv_bfloat16, false>(p, o, s);
+  }
+}
+
+}  // namespace deltakern::native

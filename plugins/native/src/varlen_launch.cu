@@ -1,0 +1,140 @@
+// causal_conv1d_varlen: tiling plan, the finish pass, and the device error word.
+#include <algorithm>
+
+#include "conv1d_common.cuh"
+#include "launch.h"
+
+namespace deltakern::native {
+
+// One word per device (a __device__ variable lives once per device context).
+__device__ uint32_t g_error_word;
+
+uint32_t* error_word_address(int* err) {
+  void* ptr = nullptr;
+  *err = cudaGetSymbolAddress(&ptr, g_error_word);
+  return static_cast<uint32_t*>(ptr);
+}
+
+// The finish pass, one block per (tile boundary, 256 channels): writes the parked outputs of
+// the tail before boundary g into x, and the parked new state of the sequence that crosses
+// boundary g and ends in tile g. Runs after every tile of the main pass has read its halo.
+// Copies raw element bits, so it is instantiated per element size only.
+template <typename E>
+__global__ void varlen_finish_kernel(const VarlenParams p, bool channel_last) {
+  wait_for_previous_grid();
+  const int32_t g = blockIdx.x + 1;
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (c >= p.dim) return;
+  E* const x = static_cast<E*>(p.x);
+  const E* const park = static_cast<const E*>(p.park);
+  const int64_t boundary = static_cast<int64_t>(g) * p.tile_len;
+  const int64_t from = boundary - p.tail_len;
+
+  // Same skip rules as the main pass: a token is written iff the main pass parked it.
+  int32_t b = first_sequence_ending_at_or_after(p, from + 1);
+  int32_t info_b = -1;
+  int64_t q0 = 0, line = -1;
+  for (int64_t t = from > 0 ? from : 0; t < boundary; ++t) {
+    while (b < p.batch && seq_offset(p, b + 1) <= t) ++b;
+    if (b >= p.batch) break;
+    if (info_b != b) {
+      info_b = b;
+      q0 = seq_offset(p, b);
+      line = state_line(p.cache_indices, b, p.state, p.conv, false);
+    }
+    if (t < q0 || line < 0) continue;
+    const int64_t i = t - from;
+    const int64_t src = channel_last ? (static_cast<int64_t>(g - 1) * p.tail_len + i) * p.dim + c
+                                     : (static_cast<int64_t>(g - 1) * p.dim + c) * p.tail_len + i;
+    x[c * p.chan_stride + t * p.time_stride] = park[src];
+  }
+
+  b = first_sequence_ending_at_or_after(p, boundary + 1);
+  if (b >= p.batch) return;
+  const int64_t s0 = seq_offset(p, b), s1 = seq_offset(p, b + 1);
+  const int64_t tile_end = min(boundary + p.tile_len, p.tokens);
+  if (!(s0 < boundary && s1 <= tile_end)) return;
+  const int64_t sline = state_line(p.cache_indices, b, p.state, p.conv, false);
+  if (sline < 0) return;
+  const StateView& st = p.state;
+  const float* sp = p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim + c;
+  for (int32_t j = 0; j < st.len; ++j)
+    store_float(st.data, state_offset(st, sline, c, j), st.dtype, sp[j * p.dim]);
+}
+
+int preload_varlen() {
+  cudaFuncAttributes a;
+  int err = cudaFuncGetAttributes(&a, varlen_finish_kernel<uint16_t>);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, varlen_finish_kernel<uint32_t>);
+  if (err == cudaSuccess) err = preload_channel_last();
+  if (err == cudaSuccess) err = preload_time_contiguous();
+  return err;
+}
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last, bool vectorized,
+                       const LaunchOptions& o, int64_t tile_tokens) {
+  VarlenPlan plan;
+  plan.channel_last = channel_last;
+  plan.vectorized = vectorized;
+  plan.tail_len = std::max<int32_t>(kHalo, p.state.len);
+  const int64_t T = p.tokens, D = p.dim;
+  const int64_t sms = std::max(o.sm_count, 1);
+  int64_t granule, tile;
+  if (channel_last) {
+    // Walkers are threads of kVec channels. Size the tiles so that the grid is whole waves of
+    // resident blocks, with tiles of at most ~256 tokens once T is large (the parked tail costs
+    // tail_len/tile of the writes, so tiles much shorter than 128 cost bandwidth).
+    granule = 8;
+    const int64_t channel_blocks =
+        ceil_div(ceil_div(D, channel_last_vec_width(x_dtype, vectorized)), channel_last_threads());
+    const int64_t wave = sms * channel_last_blocks_per_sm(x_dtype, vectorized);
+    const int64_t tiles_per_wave = std::max<int64_t>(1, wave / channel_blocks);
+    const int64_t waves = std::max<int64_t>(1, ceil_div(T, tiles_per_wave * 256));
+    tile = round_up(ceil_div(T, tiles_per_wave * waves), granule);
+  } else {
+    // A block is rows_per_block rows of (warps / rows) warp segments; the tile is what one block
+    // covers. One warp segment per row measured best on the H200 (many sequences per tile cost
+    // least when each warp owns its row); the override can lengthen it for sweeps.
+    const int64_t seg = time_contiguous_segment(x_dtype, vectorized), warps = time_contiguous_warps();
+    int64_t rows = warps;
+    if (tile_tokens > 0) {
+      rows = 1;
+      while (rows < warps && (warps / rows) * seg > tile_tokens) rows *= 2;
+    }
+    plan.rows_per_block = static_cast<int32_t>(rows);
+    granule = tile = (warps / rows) * seg;
+  }
+  if (tile_tokens > 0 && channel_last) tile = round_up(tile_tokens, granule);
+  tile = std::max<int64_t>(tile, round_up(plan.tail_len, granule));
+  plan.tile_len = tile;
+  plan.ntiles = static_cast<int32_t>(std::max<int64_t>(1, ceil_div(T, tile)));
+  const size_t esz = x_dtype == kF32 ? 4 : 2;
+  const size_t boundaries = static_cast<size_t>(plan.ntiles - 1);
+  plan.park_bytes = round_up(static_cast<int64_t>(boundaries * plan.tail_len * D * esz), 256);
+  plan.state_park_bytes = boundaries * p.state.len * D * sizeof(float);
+  return plan;
+}
+
+int launch_varlen(VarlenParams p, int32_t x_dtype, const VarlenPlan& plan, const LaunchOptions& o,
+                  void* stream) {
+  p.tile_len = plan.tile_len;
+  p.ntiles = plan.ntiles;
+  p.tail_len = plan.tail_len;
+  p.rows_per_block = plan.rows_per_block;
+  int err = plan.channel_last ? launch_varlen_channel_last(p, x_dtype, plan.vectorized, o, stream)
+                              : launch_varlen_time_contiguous(p, x_dtype, plan.vectorized, o, stream);
+  if (err != cudaSuccess || plan.ntiles == 1) return err;
+  constexpr int kThreads = 256;
+  const dim3 grid(plan.ntiles - 1, static_cast<unsigned>(ceil_div(p.dim, kThreads)));
+  auto s = static_cast<cudaStream_t>(stream);
+  if (x_dtype == kF32)
+    return launch_kernel(varlen_finish_kernel<uint32_t>, grid, dim3(kThreads), 0, s, o.pdl, p,
+                         plan.channel_last);
+  return launch_kernel(varlen_finish_kernel<uint16_t>, grid, dim3(kThreads), 0, s, o.pdl, p,
+                       plan.channel_last);
+}
+
+}  // namespace deltakern::native

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the project's GPU check, in two halves.
+#
+#   scripts/gpu-check.sh pack   on the build machine (Debian 12's -dev packages, nvcc): builds a
+#                               Release tree with CUDA into build-gpu/ and copies what the GPU
+#                               machine needs into .carry/ (git-ignored): bin/, lib/ with the
+#                               plugins, share/ config, the test-only plugins, and every
+#                               non-system shared library they load (lib/deps/).
+#   scripts/gpu-check.sh run    on the GPU machine, from a copy of the repository that holds
+#                               .carry/ (no -dev packages, no network needed): nvidia-smi, the
+#                               native self-test, the unit and conformance tests on every backend
+#                               and device, compute-sanitizer when present, and bench_gpu. Logs
+#                               and the markdown table go to $OUT (default ./gpu-results); a
+#                               summary table ends the output. Every step runs under a time limit
+#                               and a failing step does not stop the others.
+#
+# Environment: NVCC (pack; default /usr/local/cuda/bin/nvcc), CUDA_ARCHS (pack; default 90-real,
+# enough for the H200), JOBS (pack; default 2), OUT (run).
+set -u
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+carry="$repo/.carry"
+
+die() {
+  echo "gpu-check: $*" >&2
+  exit 1
+}
+
+# ---------------------------------------------------------------------------- pack
+pack() {
+  set -e
+  local build="${BUILD_DIR:-$repo/build-gpu}"
+  local nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+  [ -x "$nvcc" ] || die "no nvcc at $nvcc (set NVCC)"
+  echo "== configure $build (Release, CUDA ${CUDA_ARCHS:-90-real})"
+  mkdir -p "$build"
+  cmake -G Ninja -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90-real}" \
+    -DDELTAKERN_WITH_CUDA=ON -DDELTAKERN_BUILD_TESTS=ON -DDELTAKERN_BUILD_BENCH=ON >"$build/configure.log" 2>&1 ||
+    { tail -30 "$build/configure.log"; die "configure failed"; }
+  grep -q "building the CUDA paths" "$build/configure.log" ||
+    echo "gpu-check: warning: CUDA was not enabled in $build" >&2
+  echo "== build (ninja -j${JOBS:-2})"
+  ninja -C "$build" -j"${JOBS:-2}"
+
+  echo "== copy into $carry"
+  rm -rf "$carry"
+  mkdir -p "$carry/lib/deps"
+  cp -a "$build/bin" "$carry/"
+  # libdeltakern, the plugins (lib/deltakern/plugins) and the conformance library, as built.
+  (cd "$build/lib" && find . \( -name '*.so' -o -name '*.so.*' \) -exec cp -a --parents {} "$carry/lib/" \;)
+  [ -d "$build/share" ] && cp -a "$build/share" "$carry/"
+  if [ -d "$build/tests/plugins" ]; then
+    mkdir -p "$carry/tests"
+    cp -a "$build/tests/plugins" "$carry/tests/"
+  fi
+  # The ctest files (paths inside them are the build tree's: run recreates that path).
+  (cd "$build" && find . -name 'CTestTestfile.cmake' -exec cp -a --parents {} "$carry/" \;)
+
+  # Shared libraries the GPU machine lacks (Debian's spdlog, fmt, toml++, Boost.Test, benchmark).
+  # The C runtime, libstdc++ and the driver stay the GPU machine's own.
+  local elf
+  find "$carry/bin" "$carry/lib" "$carry/tests" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
+    while IFS= read -r -d '' elf; do
+      file -b "$elf" 2>/dev/null | grep -q ELF || continue
+      ldd "$elf" 2>/dev/null | awk '/=> \// {print $3}'
+    done | sort -u | while read -r lib; do
+      case "$(basename "$lib")" in
+        linux-vdso* | ld-linux* | libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | libresolv.so* | \
+          libutil.so* | libgcc_s.so* | libstdc++.so* | libcuda.so* | libnvidia* | libdeltakern*) continue ;;
+      esac
+      [[ "$lib" == "$carry"* ]] && continue
+      cp -L "$lib" "$carry/lib/deps/"
+    done
+  echo "$build" >"$carry/BUILD_PATH"
+  echo "$repo" >"$carry/SOURCE_PATH"
+  git -C "$repo" rev-parse HEAD >"$carry/GIT_REV" 2>/dev/null || true
+  du -sh "$carry"
+  echo "deps: $(ls "$carry/lib/deps" | tr '\n' ' ')"
+  echo "pack done: carry .carry to the GPU machine and run: scripts/gpu-check.sh run"
+}
+
+# ---------------------------------------------------------------------------- run
+declare -a step_names=() step_status=() step_secs=()
+
+# step NAME LIMIT_S CMD...: runs CMD with a time limit; its output goes to one log,
+# $OUT/gpu-check.log (the GPU machine hands back few files), and its tail to the screen.
+step() {
+  local name="$1" limit="$2"
+  shift 2
+  local part="$OUT/.step.log" t0 rc
+  echo "== $name"
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >"$part" 2>&1
+  rc=$?
+  local secs=$(($(date +%s) - t0))
+  local status="ok"
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    status="TIMEOUT (${limit}s)"
+  elif [ $rc -ne 0 ]; then
+    status="FAIL (rc $rc)"
+  fi
+  tail -n 12 "$part"
+  echo "-- $name: $status in ${secs}s"
+  {
+    echo "==================== $name: $status in ${secs}s"
+    echo "\$ $*"
+    cat "$part"
+  } >>"$OUT/gpu-check.log"
+  rm -f "$part"
+  step_names+=("$name")
+  step_status+=("$status")
+  step_secs+=("$secs")
+}
+
+# Optional steps run only while the whole check stays well inside ten minutes.
+start_time=$(date +%s)
+budget_left() { echo $((${GPU_CHECK_BUDGET_S:-540} - ($(date +%s) - start_time))); }
+
+skip() {
+  echo "== $1: skipped ($2)"
+  step_names+=("$1")
+  step_status+=("skipped: $2")
+  step_secs+=("0")
+}
+
+run() {
+  OUT="${OUT:-$PWD/gpu-results}"
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  : >"$OUT/gpu-check.log"
+  [ -d "$carry/bin" ] || die "no $carry/bin: run 'scripts/gpu-check.sh pack' on the build machine first"
+
+  # The test programs carry the build tree's absolute paths (plugin dirs, RPATH, source dir):
+  # recreate them as links to this copy when they do not exist here.
+  local build_path source_path
+  build_path=$(cat "$carry/BUILD_PATH" 2>/dev/null || true)
+  source_path=$(cat "$carry/SOURCE_PATH" 2>/dev/null || true)
+  if [ -n "$source_path" ] && [ ! -e "$source_path" ]; then
+    mkdir -p "$(dirname "$source_path")" && ln -sfn "$repo" "$source_path" || echo "gpu-check: cannot link $source_path"
+  fi
+  if [ -n "$build_path" ] && [ ! -e "$build_path" ]; then
+    mkdir -p "$(dirname "$build_path")" && ln -sfn "$carry" "$build_path" || echo "gpu-check: cannot link $build_path"
+  fi
+  export LD_LIBRARY_PATH="$carry/lib:$carry/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  unset DELTAKERN_BACKEND DELTAKERN_CONFIG DELTAKERN_PLUGIN_PATH
+  local bin="$carry/bin" native="$carry/lib/deltakern/plugins/libdeltakern_native.so"
+
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+  echo "carried build: $(cat "$carry/GIT_REV" 2>/dev/null || echo '?')"
+  step "nvidia-smi" 30 nvidia-smi
+  [ -x "$bin/deltakern" ] && step "deltakern list" 60 "$bin/deltakern" list
+  if [ -x "$bin/native_selftest" ] && [ -f "$native" ]; then
+    step "native self-test (C ABI, float64 reference)" 150 "$bin/native_selftest" "$native"
+  else
+    skip "native self-test" "not built"
+  fi
+  # Unit tests, then the conformance suite (every discovered backend on every device it can use).
+  local t
+  for t in "$bin"/test_*; do
+    [ -x "$t" ] || continue
+    [ "$(basename "$t")" = test_conformance ] && continue
+    step "$(basename "$t")" 90 "$t" --report_level=short
+  done
+  if [ -x "$bin/test_conformance" ]; then
+    step "test_conformance (every backend, every device)" 240 "$bin/test_conformance" --report_level=short
+  else
+    skip "test_conformance" "not built"
+  fi
+  # The same suite through the command line, when the Boost program was not built.
+  [ ! -x "$bin/test_conformance" ] && [ -x "$bin/deltakern" ] && step "deltakern conformance" 300 "$bin/deltakern" conformance
+  # The benchmark before the optional checks: its table is what the run is for.
+  if [ -x "$bin/bench_gpu" ]; then
+    step "bench_gpu (native vs portable, CUDA events)" 300 "$bin/bench_gpu" --out "$OUT/bench_gpu.md"
+  else
+    skip "bench_gpu" "not built"
+  fi
+  # compute-sanitizer: memcheck over the self-test's quick set, racecheck on the same.
+  if ! command -v compute-sanitizer >/dev/null 2>&1 || [ ! -x "$bin/native_selftest" ]; then
+    skip "compute-sanitizer" "not installed"
+  elif [ "$(budget_left)" -lt 150 ]; then
+    skip "compute-sanitizer" "time budget"
+  else
+    step "compute-sanitizer memcheck (native, quick set)" $(($(budget_left) / 2)) \
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/native_selftest" "$native" --quick
+    if [ "$(budget_left)" -ge 90 ]; then
+      step "compute-sanitizer racecheck (native, quick set)" $(($(budget_left) - 30)) \
+        compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/native_selftest" "$native" --quick
+    else
+      skip "compute-sanitizer racecheck" "time budget"
+    fi
+  fi
+  if [ -x "$bin/native_selftest" ] && [ -f "$native" ] && [ "$(budget_left)" -ge 60 ]; then
+    step "native kernel bench (C ABI)" $(($(budget_left) - 10)) "$bin/native_selftest" "$native" --no-check --bench
+  fi
+
+  echo
+  echo "== summary (log: $OUT/gpu-check.log)"
+  local i failed=0
+  {
+    printf '%-52s %-22s %6s\n' "step" "status" "secs"
+    for i in "${!step_names[@]}"; do
+      printf '%-52s %-22s %6s\n' "${step_names[$i]}" "${step_status[$i]}" "${step_secs[$i]}"
+    done
+  } | tee "$OUT/summary.txt"
+  for i in "${!step_status[@]}"; do
+    case "${step_status[$i]}" in ok | skipped*) ;; *) failed=$((failed + 1)) ;; esac
+  done
+  if [ -f "$OUT/bench_gpu.md" ]; then
+    echo
+    echo "== bench_gpu (native rows; full table: $OUT/bench_gpu.md)"
+    grep -E '^\| (op|---|.*\| native \|)' "$OUT/bench_gpu.md" || true
+  fi
+  echo
+  [ $failed -eq 0 ] && echo "gpu-check: all steps passed" || echo "gpu-check: $failed step(s) failed"
+  return $((failed > 0))
+}
+
+case "${1:-}" in
+  pack) pack ;;
+  run) run ;;
+  *)
+    echo "usage: $0 pack|run" >&2
+    exit 2
+    ;;
+esac
