@@ -1,0 +1,327 @@
+// (b), (c) The portable backend's CPU path through the public API, forced to "portable".
+//
+// (b) causal_conv1d_varlen, bf16, D = 8192, W = 4, silu, 64k tokens in a fixed seeded mix of
+//     lengths, max_seq_len given, both layouts of x. Bytes processed = x read + output written.
+//     The same run measures memcpy of the same size (one thread, and split over every
+//     hardware thread as the kernel is), and each varlen benchmark reports its rate against
+//     both: the kernel should reach half of what the machine can copy.
+// (c) causal_conv1d_update, one token, D = 8192, W = 4, bf16, silu, batch 1, 64, 256.
+//
+// Outputs come from a caching allocator installed on the runtime, as an engine installs its
+// own: the default allocator returns fresh pages, and faulting in a 1 GiB output per call
+// would measure the kernel's page zeroing, not the kernel. Large buffers ask for huge pages,
+// for memcpy and kernel alike.
+//
+// Environment: DELTAKERN_PORTABLE_THREADS caps the kernel's threads (memcpy follows it).
+#include <deltakern/runtime.hpp>
+
+#include <benchmark/benchmark.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace deltakern;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kDim = 8192;
+constexpr int64_t kWidth = 4;
+constexpr int64_t kStateLen = kWidth - 1;
+constexpr int64_t kTokens = 65536;
+constexpr DLDataType kBf16{kDLBfloat, 16, 1};
+constexpr DLDevice kCpu{kDLCPU, 0};
+
+// ---- memory
+
+struct FreeDeleter {
+  void operator()(void* p) const noexcept { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+// 2 MiB-aligned, huge pages requested, every page touched once so no iteration faults.
+Buffer allocate_buffer(size_t bytes) {
+  constexpr size_t kAlign = size_t{2} << 20;
+  const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, std::max(rounded, kAlign));
+  if (p == nullptr) throw std::bad_alloc();
+  madvise(p, rounded, MADV_HUGEPAGE);
+  std::memset(p, 0, rounded);
+  return Buffer(p);
+}
+
+// The engine-style allocator: blocks freed by the runtime are kept and handed out again for
+// the same size.
+class CachingAllocator {
+ public:
+  Allocator as_allocator() {
+    return Allocator{[this](DLDevice, size_t bytes, void*) { return take(bytes); },
+                     [this](DLDevice, void* ptr, void*) { give_back(ptr); }};
+  }
+
+ private:
+  void* take(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    auto& free_list = free_[bytes];
+    if (!free_list.empty()) {
+      void* p = free_list.back();
+      free_list.pop_back();
+      return p;
+    }
+    Buffer b = allocate_buffer(bytes);
+    void* p = b.get();
+    owned_.emplace(p, std::make_pair(bytes, std::move(b)));
+    return p;
+  }
+  void give_back(void* ptr) {
+    std::lock_guard lock(mutex_);
+    free_[owned_.at(ptr).first].push_back(ptr);
+  }
+  std::mutex mutex_;
+  std::map<void*, std::pair<size_t, Buffer>> owned_;
+  std::map<size_t, std::vector<void*>> free_;
+};
+
+Runtime& portable_runtime() {
+  static CachingAllocator allocator;
+  static Runtime runtime(RuntimeOptions{.read_environment = false, .force_backend = "portable"});
+  static const bool installed = (runtime.set_allocator(allocator.as_allocator()), true);
+  (void)installed;
+  return runtime;
+}
+
+unsigned kernel_threads() {
+  if (const char* env = std::getenv("DELTAKERN_PORTABLE_THREADS"); env != nullptr && std::atoi(env) > 0)
+    return static_cast<unsigned>(std::atoi(env));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Random bf16 values, never zero: uniform magnitude in [2^-3, 2), random sign.
+void fill_bf16(std::span<uint16_t> values, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (uint16_t& v : values) {
+    const uint32_t r = rng();
+    const uint16_t exponent = static_cast<uint16_t>(124 + (r % 4));  // 2^-3 .. 2^0
+    v = static_cast<uint16_t>(((r >> 8) & 0x8000u) | (exponent << 7) | ((r >> 2) & 0x7fu));
+  }
+}
+
+DLTensor view(void* data, DLDataType dtype, std::span<int64_t> shape, int64_t* strides = nullptr) {
+  return DLTensor{data, kCpu, static_cast<int32_t>(shape.size()), dtype, shape.data(), strides, 0};
+}
+
+// ---- (b) varlen
+
+// A fixed mix of sequence lengths summing to kTokens: log-uniform in [1, 8192], seeded.
+std::vector<int64_t> mixed_lengths() {
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<double> log_len(0.0, std::log(8192.0));
+  std::vector<int64_t> lengths;
+  int64_t total = 0;
+  while (total < kTokens) {
+    const int64_t len = std::min<int64_t>(static_cast<int64_t>(std::exp(log_len(rng))), kTokens - total);
+    lengths.push_back(len);
+    total += len;
+  }
+  return lengths;
+}
+
+struct VarlenProblem {
+  std::vector<int64_t> lengths = mixed_lengths();
+  VarlenMetadata meta = VarlenMetadata::from_lengths(lengths);
+  int64_t batch = meta.batch();
+  Buffer x = allocate_buffer(kDim * kTokens * 2);
+  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * kWidth);
+  std::vector<uint16_t> bias = std::vector<uint16_t>(kDim);
+  std::vector<uint16_t> states = std::vector<uint16_t>(batch * kDim * kStateLen);
+  std::vector<int32_t> cache_indices = std::vector<int32_t>(batch);
+  std::vector<uint8_t> has_initial_state = std::vector<uint8_t>(batch);
+
+  int64_t x_shape[2] = {kDim, kTokens};
+  int64_t time_contiguous_strides[2] = {kTokens, 1};
+  int64_t channel_last_strides[2] = {1, kDim};
+  int64_t weight_shape[2] = {kDim, kWidth};
+  int64_t bias_shape[1] = {kDim};
+  int64_t states_shape[3] = {batch, kDim, kStateLen};
+  int64_t qsl_shape[1] = {batch + 1};
+  int64_t batch_shape[1] = {batch};
+  DLTensor x_time, x_channel_last, weight_dl, bias_dl, states_dl, qsl_dl, indices_dl, init_dl;
+
+  VarlenProblem() {
+    fill_bf16({static_cast<uint16_t*>(x.get()), static_cast<size_t>(kDim * kTokens)}, 1);
+    fill_bf16(weight, 2);
+    fill_bf16(bias, 3);
+    fill_bf16(states, 4);
+    std::mt19937 rng(5);
+    for (int64_t b = 0; b < batch; ++b) {
+      cache_indices[b] = static_cast<int32_t>(batch - 1 - b);
+      has_initial_state[b] = static_cast<uint8_t>(rng() % 2);
+    }
+    x_time = view(x.get(), kBf16, x_shape, time_contiguous_strides);
+    x_channel_last = view(x.get(), kBf16, x_shape, channel_last_strides);
+    weight_dl = view(weight.data(), kBf16, weight_shape);
+    bias_dl = view(bias.data(), kBf16, bias_shape);
+    states_dl = view(states.data(), kBf16, states_shape);
+    qsl_dl = view(meta.query_start_loc.data(), {kDLInt, 32, 1}, qsl_shape);
+    indices_dl = view(cache_indices.data(), {kDLInt, 32, 1}, batch_shape);
+    init_dl = view(has_initial_state.data(), {kDLUInt, 8, 1}, batch_shape);
+  }
+
+  CausalConv1dVarlenArgs args(bool channel_last) const {
+    return {.x = channel_last ? &x_channel_last : &x_time,
+            .weight = &weight_dl,
+            .bias = &bias_dl,
+            .conv_states = &states_dl,
+            .query_start_loc = &qsl_dl,
+            .cache_indices = &indices_dl,
+            .has_initial_state = &init_dl,
+            .activation = Activation::silu,
+            .max_seq_len = meta.max_seq_len,
+            .validate = false};
+  }
+};
+
+VarlenProblem& varlen_problem() {
+  static VarlenProblem problem;
+  return problem;
+}
+
+constexpr double kVarlenBytes = 2.0 * kDim * kTokens * 2;  // x read + output written
+
+// Filled by the memcpy benchmarks, which run first; read by the varlen ones.
+double memcpy_gbps_one_thread = 0;
+double memcpy_gbps_threads = 0;
+
+void copy_split(void* dst, const void* src, size_t bytes, unsigned threads) {
+  std::vector<std::jthread> helpers;
+  const size_t part = (bytes / threads + 4095) / 4096 * 4096;
+  for (unsigned i = 1; i < threads; ++i) {
+    const size_t begin = std::min(bytes, part * i), end = std::min(bytes, part * (i + 1));
+    helpers.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin); });
+  }
+  std::memcpy(dst, src, std::min(bytes, part));
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  const unsigned threads = state.range(0) == 0 ? 1 : kernel_threads();
+  const size_t bytes = kDim * kTokens * 2;
+  const VarlenProblem& p = varlen_problem();
+  static Buffer dst = allocate_buffer(bytes);
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    copy_split(dst.get(), p.x.get(), bytes, threads);
+    benchmark::DoNotOptimize(dst.get());
+    benchmark::ClobberMemory();
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double gbps = kVarlenBytes * static_cast<double>(state.iterations()) / seconds / 1e9;
+  (threads == 1 ? memcpy_gbps_one_thread : memcpy_gbps_threads) = gbps;
+  state.SetBytesProcessed(static_cast<int64_t>(kVarlenBytes) * state.iterations());
+  state.counters["GBps"] = gbps;
+  state.counters["threads"] = threads;
+}
+
+void BM_Varlen(benchmark::State& state) {
+  const bool channel_last = state.range(0) != 0;
+  Runtime& runtime = portable_runtime();
+  VarlenProblem& p = varlen_problem();
+  const CausalConv1dVarlenArgs args = p.args(channel_last);
+  { Tensor warm = runtime.causal_conv1d_varlen(args); }  // allocates the cached output
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    Tensor out = runtime.causal_conv1d_varlen(args);
+    benchmark::DoNotOptimize(out->data);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double gbps = kVarlenBytes * static_cast<double>(state.iterations()) / seconds / 1e9;
+  state.SetBytesProcessed(static_cast<int64_t>(kVarlenBytes) * state.iterations());
+  state.counters["GBps"] = gbps;
+  state.counters["batch"] = static_cast<double>(p.batch);
+  state.counters["max_seq_len"] = static_cast<double>(p.meta.max_seq_len);
+  if (memcpy_gbps_one_thread > 0) {
+    state.counters["memcpy1_GBps"] = memcpy_gbps_one_thread;
+    state.counters["vs_memcpy1"] = gbps / memcpy_gbps_one_thread;
+  }
+  if (memcpy_gbps_threads > 0) {
+    state.counters["memcpyN_GBps"] = memcpy_gbps_threads;
+    state.counters["vs_memcpyN"] = gbps / memcpy_gbps_threads;
+  }
+}
+
+// ---- (c) update
+
+struct UpdateProblem {
+  int64_t batch, lines;
+  std::vector<uint16_t> x, weight, bias, state;
+  std::vector<int32_t> indices;
+  int64_t x_shape[2], weight_shape[2] = {kDim, kWidth}, bias_shape[1] = {kDim}, state_shape[3], index_shape[1];
+  DLTensor x_dl, weight_dl, bias_dl, state_dl, indices_dl;
+
+  explicit UpdateProblem(int64_t b)
+      : batch(b),
+        lines(2 * b),  // a pool larger than the batch, addressed through permuted indices
+        x(b * kDim),
+        weight(kDim * kWidth),
+        bias(kDim),
+        state(2 * b * kDim * kStateLen),
+        indices(b),
+        x_shape{b, kDim},
+        state_shape{2 * b, kDim, kStateLen},
+        index_shape{b} {
+    fill_bf16(x, 11);
+    fill_bf16(weight, 12);
+    fill_bf16(bias, 13);
+    fill_bf16(state, 14);
+    for (int64_t i = 0; i < b; ++i) indices[i] = static_cast<int32_t>((i * 7 + 3) % lines);
+    x_dl = view(x.data(), kBf16, x_shape);
+    weight_dl = view(weight.data(), kBf16, weight_shape);
+    bias_dl = view(bias.data(), kBf16, bias_shape);
+    state_dl = view(state.data(), kBf16, state_shape);
+    indices_dl = view(indices.data(), {kDLInt, 32, 1}, index_shape);
+  }
+  CausalConv1dUpdateArgs args() const {
+    return {.x = &x_dl,
+            .conv_state = &state_dl,
+            .weight = &weight_dl,
+            .bias = &bias_dl,
+            .conv_state_indices = &indices_dl,
+            .activation = Activation::silu,
+            .validate = false};
+  }
+};
+
+void BM_Update(benchmark::State& state) {
+  Runtime& runtime = portable_runtime();
+  UpdateProblem p(state.range(0));
+  const CausalConv1dUpdateArgs args = p.args();
+  for (auto _ : state) {
+    Tensor out = runtime.causal_conv1d_update(args);
+    benchmark::DoNotOptimize(out->data);
+  }
+  // x read, output written, each state row read and written.
+  const int64_t bytes = p.batch * kDim * 2 * (2 + 2 * kStateLen);
+  state.SetBytesProcessed(bytes * state.iterations());
+  state.SetItemsProcessed(p.batch * state.iterations());  // tokens
+}
+
+}  // namespace
+
+// Registration order is run order: memcpy first, so the varlen benchmarks can report against it.
+BENCHMARK(BM_Memcpy)->ArgName("all_threads")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Varlen)->ArgName("channel_last")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Update)->ArgName("batch")->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+BENCHMARK_MAIN();

@@ -1,0 +1,80 @@
+// Device discovery and the device-side error word of the portable CUDA path.
+#include <array>
+#include <atomic>
+
+#include "host.cuh"
+#include "launch.hpp"
+
+namespace deltakern::portable::cuda {
+namespace {
+
+// Kernels never write out of bounds; they skip the offending sequence and set dk_error_bits here,
+// which the plugin's check_errors reads later through read_to_host. One word per device: every
+// context that loads the plugin's module gets its own instance.
+__device__ uint32_t g_error_word;
+
+// The address is resolved once per device: cudaGetSymbolAddress may load the module, which is best
+// kept out of the hot path and out of a stream capture that starts later.
+constexpr int kMaxCachedDevices = 64;
+std::array<std::atomic<uint32_t*>, kMaxCachedDevices> g_error_word_ptrs{};
+
+}  // namespace
+
+bool available(std::string& why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    why = std::string("CUDA unavailable: ") + cudaGetErrorString(err);
+    cudaGetLastError();  // not sticky, but keep it from surfacing in a later launch check
+    return false;
+  }
+  if (count == 0) {
+    why = "CUDA unavailable: no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+int compute_capability(int device_id) {
+  int major = 0;
+  int minor = 0;
+  const std::string what = "compute capability of CUDA device " + std::to_string(device_id);
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id), what);
+  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_id), what);
+  return major * 10 + minor;
+}
+
+uint32_t* error_word_ptr(int device_id) {
+  const bool cached = device_id >= 0 && device_id < kMaxCachedDevices;
+  if (cached) {
+    if (uint32_t* p = g_error_word_ptrs[device_id].load(std::memory_order_acquire)) return p;
+  }
+  DeviceGuard guard(device_id);
+  void* p = nullptr;
+  check_cuda(cudaGetSymbolAddress(&p, g_error_word),
+             "the error word of CUDA device " + std::to_string(device_id));
+  if (cached) g_error_word_ptrs[device_id].store(static_cast<uint32_t*>(p), std::memory_order_release);
+  return static_cast<uint32_t*>(p);
+}
+
+DLTensor error_word(int device_id) {
+  static int64_t shape[1] = {1};
+  DLTensor t{};
+  t.data = error_word_ptr(device_id);
+  t.device = DLDevice{kDLCUDA, device_id};
+  t.ndim = 1;
+  t.dtype = DLDataType{kDLUInt, 32, 1};
+  t.shape = shape;
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  return t;
+}
+
+void clear_error_word(int device_id, void* stream) {
+  uint32_t* word = error_word_ptr(device_id);
+  DeviceGuard guard(device_id);
+  check_cuda(cudaMemsetAsync(word, 0, sizeof(uint32_t), static_cast<cudaStream_t>(stream)),
+             "clearing the error word of CUDA device " + std::to_string(device_id));
+}
+
+}  // namespace deltakern::portable::cuda

@@ -1,0 +1,18 @@
+// Instantiations of the channel-last varlen kernel (3 dtypes x 7 widths x vector/element-wise).
+#include "host.cuh"
+#include "varlen_channel_last.cuh"
+
+namespace deltakern::portable::cuda {
+
+void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len,
+                                cudaStream_t stream) {
+  dtype_switch(dtype, [&](auto tag) {
+    varlen_channel_last_dispatch<decltype(tag)>(p, max_seq_len, [&](auto traits, dim3 grid) {
+      using Ktraits = decltype(traits);
+      varlen_channel_last_kernel<Ktraits><<<grid, Ktraits::kNThreads, 0, stream>>>(p);
+      check_launch("portable causal_conv1d_varlen (CUDA, channel-last)");
+    });
+  });
+}
+
+}  // namespace deltakern::portable::cuda

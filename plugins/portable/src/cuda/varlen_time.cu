@@ -1,0 +1,17 @@
+// Instantiations of the time-contiguous varlen kernel (3 dtypes x 7 widths x vector/element-wise).
+#include "host.cuh"
+#include "varlen_time.cuh"
+
+namespace deltakern::portable::cuda {
+
+void launch_varlen_time(const VarlenParams& p, DType dtype, int64_t max_seq_len, cudaStream_t stream) {
+  dtype_switch(dtype, [&](auto tag) {
+    varlen_time_dispatch<decltype(tag)>(p, max_seq_len, [&](auto traits, dim3 grid) {
+      using Ktraits = decltype(traits);
+      varlen_time_kernel<Ktraits><<<grid, Ktraits::kNThreads, 0, stream>>>(p);
+      check_launch("portable causal_conv1d_varlen (CUDA, time-contiguous)");
+    });
+  });
+}
+
+}  // namespace deltakern::portable::cuda
