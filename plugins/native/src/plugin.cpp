@@ -407,18 +407,22 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
 
 int32_t plugin_probe(void*, int32_t device_type, char* why, size_t why_size) {
   if (device_type != kDLCUDA) {
-    plugin::write_message(why, why_size, "unavailable: native serves CUDA devices only");
+    plugin::write_message(why, why_size, "native serves CUDA devices only");
     return DK_ERR_UNAVAILABLE;
   }
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     cudaGetLastError();  // not sticky: clear it so later calls start clean
-    plugin::write_message(why, why_size, std::string("unavailable: ") + cudaGetErrorString(err));
+    // With no driver installed at all the runtime reports an "insufficient" driver: say both.
+    plugin::write_message(why, why_size,
+                          err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+                              ? std::string("no usable CUDA driver or device (") + cudaGetErrorString(err) + ")"
+                              : std::string("CUDA runtime: ") + cudaGetErrorString(err));
     return DK_ERR_UNAVAILABLE;
   }
   if (count == 0) {
-    plugin::write_message(why, why_size, "unavailable: no CUDA device");
+    plugin::write_message(why, why_size, "no CUDA device");
     return DK_ERR_UNAVAILABLE;
   }
   int best = 0;
@@ -430,7 +434,7 @@ int32_t plugin_probe(void*, int32_t device_type, char* why, size_t why_size) {
   }
   if (best < kMinComputeCapability) {
     plugin::write_message(why, why_size,
-                          "unavailable: compute capability " + std::to_string(best / 10) + "." +
+                          "compute capability " + std::to_string(best / 10) + "." +
                               std::to_string(best % 10) + " < 8.0 on every device");
     return DK_ERR_UNAVAILABLE;
   }
