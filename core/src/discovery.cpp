@@ -326,8 +326,14 @@ std::vector<fs::path> plugin_search_dirs(const RuntimeOptions& options, const Co
   for (const auto& dir : options.plugin_path) add(dir);
   for (const auto& dir : config.search_paths) add(dir);
   if (options.search_default_dirs) {
-    add(installed_plugin_dir());
-    add(fs::path(DELTAKERN_BUILD_PLUGIN_DIR));
+    // The build tree mirrors the install layout, so the directory beside libdeltakern is the
+    // build tree's own when run from there. The compile-time build directory is a last resort
+    // for a core copied away from its plugins, never searched by an installed core that has
+    // its own (it would list every build-tree plugin as a duplicate).
+    const fs::path beside = installed_plugin_dir();
+    add(beside);
+    std::error_code ec;
+    if (!fs::is_directory(beside, ec)) add(fs::path(DELTAKERN_BUILD_PLUGIN_DIR));
   }
   return dirs;
 }
