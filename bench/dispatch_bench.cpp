@@ -34,8 +34,11 @@ struct SmallUpdate {
   }
   // The same call as the core packs it, for the direct path.
   const DLTensor* tensors[DK_UPDATE_N_TENSORS] = {&x_dl, &state_dl, &weight_dl, nullptr, nullptr, nullptr};
-  dk_scalar scalars[DK_UPDATE_N_SCALARS] = {{DK_SCALAR_STRING, 0, 0, "silu"}, {DK_SCALAR_INT, -1, 0, nullptr}};
-  dk_call call() const { return {sizeof(dk_call), nullptr, DK_UPDATE_N_TENSORS, tensors, DK_UPDATE_N_SCALARS, scalars}; }
+  dk_scalar scalars[DK_UPDATE_N_SCALARS] = {{DK_SCALAR_STRING, 0, 0, "silu"},
+                                            {DK_SCALAR_INT, -1, 0, nullptr}};
+  dk_call call() const {
+    return {sizeof(dk_call), nullptr, DK_UPDATE_N_TENSORS, tensors, DK_UPDATE_N_SCALARS, scalars};
+  }
 };
 
 Runtime& portable_runtime() {

@@ -210,7 +210,9 @@ void copy_split(void* dst, const void* src, size_t bytes, unsigned threads) {
   const size_t part = (bytes / threads + 4095) / 4096 * 4096;
   for (unsigned i = 1; i < threads; ++i) {
     const size_t begin = std::min(bytes, part * i), end = std::min(bytes, part * (i + 1));
-    helpers.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin); });
+    helpers.emplace_back([=] {
+      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+    });
   }
   std::memcpy(dst, src, std::min(bytes, part));
 }
@@ -267,7 +269,8 @@ struct UpdateProblem {
   int64_t batch, lines;
   std::vector<uint16_t> x, weight, bias, state;
   std::vector<int32_t> indices;
-  int64_t x_shape[2], weight_shape[2] = {kDim, kWidth}, bias_shape[1] = {kDim}, state_shape[3], index_shape[1];
+  int64_t x_shape[2], weight_shape[2] = {kDim, kWidth}, bias_shape[1] = {kDim}, state_shape[3],
+                      index_shape[1];
   DLTensor x_dl, weight_dl, bias_dl, state_dl, indices_dl;
 
   explicit UpdateProblem(int64_t b)
@@ -322,6 +325,12 @@ void BM_Update(benchmark::State& state) {
 // Registration order is run order: memcpy first, so the varlen benchmarks can report against it.
 BENCHMARK(BM_Memcpy)->ArgName("all_threads")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Varlen)->ArgName("channel_last")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Update)->ArgName("batch")->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Update)
+    ->ArgName("batch")
+    ->Arg(1)
+    ->Arg(64)
+    ->Arg(256)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

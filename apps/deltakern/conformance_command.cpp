@@ -33,11 +33,13 @@ void add_conformance_command(CLI::App& app) {
       const Runtime runtime(base);
       for (auto& t : conformance::targets(runtime)) {
         if (!o.backend.empty() && t.backend != o.backend) continue;
-        if (!o.device.empty() && device_name(static_cast<DLDeviceType>(t.device.device_type)) != o.device) continue;
+        if (!o.device.empty() && device_name(static_cast<DLDeviceType>(t.device.device_type)) != o.device)
+          continue;
         targets.push_back(std::move(t));
       }
       if (!o.backend.empty() && runtime.plugin(o.backend) == nullptr)
-        throw Error(ErrorCode::config, fmt::format("no loaded backend named '{}' (see deltakern list)", o.backend));
+        throw Error(ErrorCode::config,
+                    fmt::format("no loaded backend named '{}' (see deltakern list)", o.backend));
     }
     if (targets.empty()) throw Error(ErrorCode::unsupported, "no backend/device to test here");
 
@@ -53,7 +55,8 @@ void add_conformance_command(CLI::App& app) {
 
     fmt::print("\n{:<22} {:<22} {:>7} {:>7}\n", "target", "op", "passed", "failed");
     for (const auto& [key, counts] : tally)
-      fmt::print("{:<22} {:<22} {:>7} {:>7}\n", std::get<0>(key), std::get<1>(key), counts.first, counts.second);
+      fmt::print("{:<22} {:<22} {:>7} {:>7}\n", std::get<0>(key), std::get<1>(key), counts.first,
+                 counts.second);
     fmt::print("\n{} passed, {} failed\n", summary.passed, summary.failed);
     if (summary.failed > 0) throw CLI::RuntimeError(1);
   });

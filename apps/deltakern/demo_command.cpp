@@ -9,6 +9,7 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -19,7 +20,6 @@
 #include <random>
 #include <span>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace deltakern::cli {
@@ -40,8 +40,22 @@ struct Bf16Tensor {
   DLTensor dl{};
   Bf16Tensor(std::vector<int64_t> shape_, std::vector<int64_t> strides_, size_t elements)
       : data(elements), shape(std::move(shape_)), strides(std::move(strides_)) {
-    dl = DLTensor{data.data(), {kDLCPU, 0}, static_cast<int32_t>(shape.size()), {kDLBfloat, 16, 1},
-                  shape.data(), strides.data(), 0};
+    bind();
+  }
+  Bf16Tensor(const Bf16Tensor& other) : data(other.data), shape(other.shape), strides(other.strides) {
+    bind();
+  }
+  Bf16Tensor& operator=(const Bf16Tensor&) = delete;
+
+ private:
+  void bind() {
+    dl = DLTensor{data.data(),
+                  {kDLCPU, 0},
+                  static_cast<int32_t>(shape.size()),
+                  {kDLBfloat, 16, 1},
+                  shape.data(),
+                  strides.data(),
+                  0};
   }
 };
 
@@ -114,25 +128,47 @@ void run_demo(int decode_steps, uint64_t seed) {
   const Tensor qsl = meta.upload({kDLCPU, 0});
 
   Runtime& runtime = Runtime::global();
-  CallSignature sig{.op = "causal_conv1d_varlen", .dtype = {kDLBfloat, 16, 1}, .weight_dtype = {kDLBfloat, 16, 1},
-                    .state_dtype = {kDLBfloat, 16, 1}, .bias_dtype = DLDataType{kDLBfloat, 16, 1},
-                    .width = W, .layout = Layout::channel_last};
+  CallSignature sig{.op = "causal_conv1d_varlen",
+                    .dtype = {kDLBfloat, 16, 1},
+                    .weight_dtype = {kDLBfloat, 16, 1},
+                    .state_dtype = {kDLBfloat, 16, 1},
+                    .bias_dtype = DLDataType{kDLBfloat, 16, 1},
+                    .width = W,
+                    .layout = Layout::channel_last};
   const auto varlen_backend = runtime.explain(sig).backend;
   sig.op = "causal_conv1d_update";
   sig.layout = Layout::time_contiguous;
   const auto update_backend = runtime.explain(sig).backend;
   fmt::print("deltakern demo: Qwen3-Next GDN conv, D={}, W={}, bf16, silu\n", D, W);
-  fmt::print("  prefill: {} sequences, {} tokens (longest {}), then {} decode steps\n", B, T, meta.max_seq_len,
-             decode_steps);
+  fmt::print("  prefill: {} sequences, {} tokens (longest {}), then {} decode steps\n", B, T,
+             meta.max_seq_len, decode_steps);
   fmt::print("  backends: causal_conv1d_varlen -> {}, causal_conv1d_update -> {}\n",
              varlen_backend.value_or("none"), update_backend.value_or("none"));
 
-  // ---- prefill
+  // ---- prefill: one untimed call on copies first, so the timed one sees a warm allocator,
+  // thread pool and page tables, as an engine's steady state does.
+  {
+    Bf16Tensor x_warm = x, states_warm = states;
+    (void)causal_conv1d_varlen({.x = &x_warm.dl,
+                                .weight = &weight.dl,
+                                .bias = &bias.dl,
+                                .conv_states = &states_warm.dl,
+                                .query_start_loc = &qsl.dl(),
+                                .cache_indices = &cache_indices.dl,
+                                .has_initial_state = &has_initial_state,
+                                .activation = Activation::silu,
+                                .max_seq_len = meta.max_seq_len});
+  }
   const uint64_t syncs0 = host_syncs();
   const auto t0 = Clock::now();
-  Tensor out = causal_conv1d_varlen({.x = &x.dl, .weight = &weight.dl, .bias = &bias.dl, .conv_states = &states.dl,
-                                     .query_start_loc = &qsl.dl(), .cache_indices = &cache_indices.dl,
-                                     .has_initial_state = &has_initial_state, .activation = Activation::silu,
+  Tensor out = causal_conv1d_varlen({.x = &x.dl,
+                                     .weight = &weight.dl,
+                                     .bias = &bias.dl,
+                                     .conv_states = &states.dl,
+                                     .query_start_loc = &qsl.dl(),
+                                     .cache_indices = &cache_indices.dl,
+                                     .has_initial_state = &has_initial_state,
+                                     .activation = Activation::silu,
                                      .max_seq_len = meta.max_seq_len});
   const double prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const uint64_t prefill_syncs = host_syncs() - syncs0;
@@ -164,19 +200,27 @@ void run_demo(int decode_steps, uint64_t seed) {
 
   // ---- decode: one new token per live sequence per step
   Bf16Tensor step_x({B, D}, {D, 1}, size_t(B * D));
+  // The step inputs are drawn before the clock starts: drawing them costs more than the step.
+  std::vector<std::vector<uint16_t>> step_inputs(4, std::vector<uint16_t>(size_t(B * D)));
+  for (auto& input : step_inputs)
+    for (auto& v : input) v = to_bf16(uni(rng));
   std::vector<uint16_t> last_x, states_before_last;  // the final step's inputs, for its check
   const uint64_t syncs1 = host_syncs();
   const auto t1 = Clock::now();
   bool show = false;
   Tensor step_out;
   for (int step = 0; step < decode_steps; ++step) {
-    for (auto& v : step_x.data) v = to_bf16(uni(rng));
+    std::copy(step_inputs[size_t(step) % 4].begin(), step_inputs[size_t(step) % 4].end(),
+              step_x.data.begin());
     if (step == decode_steps - 1) {
       last_x = step_x.data;
       states_before_last = states.data;
     }
-    step_out = causal_conv1d_update({.x = &step_x.dl, .conv_state = &states.dl, .weight = &weight.dl,
-                                     .bias = &bias.dl, .conv_state_indices = &cache_indices.dl,
+    step_out = causal_conv1d_update({.x = &step_x.dl,
+                                     .conv_state = &states.dl,
+                                     .weight = &weight.dl,
+                                     .bias = &bias.dl,
+                                     .conv_state_indices = &cache_indices.dl,
                                      .activation = Activation::silu});
     show = show || (std::chrono::duration<double>(Clock::now() - t0).count() > 1.0 && isatty(2));
     progress(double(step + 1) / decode_steps, show);
@@ -205,8 +249,8 @@ void run_demo(int decode_steps, uint64_t seed) {
   const bool ok = worst < 2e-2;
   fmt::print("  prefill: {:8.2f} ms, {:6.2f} GB/s = {:3.0f}% of memcpy ({:.2f} GB/s), host syncs {}\n",
              prefill_s * 1e3, prefill_gbps, 100 * prefill_gbps / ceiling, ceiling, prefill_syncs);
-  fmt::print("  decode:  {:8.2f} ms for {} steps ({:.1f} us/step), host syncs {}\n", decode_s * 1e3, decode_steps,
-             decode_steps ? decode_s * 1e6 / decode_steps : 0.0, decode_syncs);
+  fmt::print("  decode:  {:8.2f} ms for {} steps ({:.1f} us/step), host syncs {}\n", decode_s * 1e3,
+             decode_steps, decode_steps ? decode_s * 1e6 / decode_steps : 0.0, decode_syncs);
   fmt::print("  check:   {} sampled outputs vs float64, worst relative error {:.2e}: {}\n", checked, worst,
              ok ? "ok" : "MISMATCH");
   if (!ok) throw Error(ErrorCode::internal, "demo: sampled outputs disagree with the reference");
@@ -215,7 +259,8 @@ void run_demo(int decode_steps, uint64_t seed) {
 }  // namespace
 
 void add_demo_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("demo", "Run a Qwen3-Next-shaped prefill + decode workload on the configured backend");
+  auto* cmd = app.add_subcommand(
+      "demo", "Run a Qwen3-Next-shaped prefill + decode workload on the configured backend");
   static int steps = 64;
   static uint64_t seed = 2026;
   cmd->add_option("--steps", steps, "decode steps")->capture_default_str()->check(CLI::Range(0, 100000));

@@ -1,7 +1,7 @@
 #include "dl_names.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 
@@ -27,9 +27,12 @@ DLDataType parse_dtype(std::string_view name) {
 
 std::string device_name(DLDeviceType type) {
   switch (type) {
-    case kDLCPU: return "cpu";
-    case kDLCUDA: return "cuda";
-    default: return fmt::format("device{}", static_cast<int>(type));
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    default:
+      return fmt::format("device{}", static_cast<int>(type));
   }
 }
 

@@ -29,8 +29,8 @@ std::vector<std::string> layout_names(const OpInfo& op) {
 
 std::string contract_of(const OpInfo& op) {
   const std::string writes = op.mutated.empty() ? "nothing" : fmt::format("{}", fmt::join(op.mutated, ", "));
-  const std::string result =
-      op.returns_alias_of ? fmt::format("returns {} (in place)", *op.returns_alias_of) : "returns a fresh tensor";
+  const std::string result = op.returns_alias_of ? fmt::format("returns {} (in place)", *op.returns_alias_of)
+                                                 : "returns a fresh tensor";
   return fmt::format("writes {}; {}", writes, result);
 }
 
@@ -61,7 +61,8 @@ void print_text(const Runtime& runtime) {
       continue;
     }
     for (const auto& d : p.devices)
-      fmt::print("  device {}: {}\n", device_name(d.type), d.available ? "available" : "unavailable: " + d.reason);
+      fmt::print("  device {}: {}\n", device_name(d.type),
+                 d.available ? "available" : "unavailable: " + d.reason);
     for (const auto& op : p.ops) {
       fmt::print("  op {}\n", op.name);
       fmt::print("    schema:   {}\n", op.schema);
@@ -94,10 +95,11 @@ nlohmann::json to_json(const Runtime& runtime) {
     if (p.state != PluginInfo::State::loaded) j["reason"] = p.reason;
     j["devices"] = json::array();
     for (const auto& d : p.devices)
-      j["devices"].push_back({{"type", device_name(d.type)}, {"available", d.available}, {"reason", d.reason}});
+      j["devices"].push_back(
+          {{"type", device_name(d.type)}, {"available", d.available}, {"reason", d.reason}});
     j["ops"] = json::array();
     for (const auto& op : p.ops) {
-      json o{{"name", op.name},     {"schema", op.schema},           {"dtypes", dtype_names(op)},
+      json o{{"name", op.name},           {"schema", op.schema},       {"dtypes", dtype_names(op)},
              {"min_width", op.min_width}, {"max_width", op.max_width}, {"layouts", layout_names(op)},
              {"mutates", op.mutated}};
       o["returns_alias_of"] = op.returns_alias_of ? json(*op.returns_alias_of) : json(nullptr);

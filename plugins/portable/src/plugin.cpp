@@ -62,22 +62,22 @@ constexpr dk_device_caps kUpdateDevices[] = {
 #endif
 };
 
-constexpr dk_caps kVarlenCaps = {sizeof(dk_caps),
-                                 std::size(kVarlenDevices),
-                                 kVarlenDevices,
-                                 std::size(kDtypes),
-                                 kDtypes,
-                                 kMinWidth,
-                                 kMaxWidth,
-                                 kLayouts};
-constexpr dk_caps kUpdateCaps = {sizeof(dk_caps),
-                                 std::size(kUpdateDevices),
-                                 kUpdateDevices,
-                                 std::size(kDtypes),
-                                 kDtypes,
-                                 kMinWidth,
-                                 kMaxWidth,
-                                 kLayouts};
+constexpr dk_caps kVarlenCaps = {.struct_size = sizeof(dk_caps),
+                                 .n_devices = std::size(kVarlenDevices),
+                                 .devices = kVarlenDevices,
+                                 .n_dtypes = std::size(kDtypes),
+                                 .dtypes = kDtypes,
+                                 .min_width = kMinWidth,
+                                 .max_width = kMaxWidth,
+                                 .layouts = kLayouts};
+constexpr dk_caps kUpdateCaps = {.struct_size = sizeof(dk_caps),
+                                 .n_devices = std::size(kUpdateDevices),
+                                 .devices = kUpdateDevices,
+                                 .n_dtypes = std::size(kDtypes),
+                                 .dtypes = kDtypes,
+                                 .min_width = kMinWidth,
+                                 .max_width = kMaxWidth,
+                                 .layouts = kLayouts};
 
 PortablePlugin& self(void* p) {
   if (p == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "portable: called without an initialised plugin");
@@ -235,8 +235,9 @@ std::string describe_errors(uint32_t bits) {
   if (bits == 0) return {};
   std::string msg;
   if ((bits & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0)
-    msg = "a cache index was neither pad_slot_id nor in [0, lines): that sequence was skipped (zeros in the "
-          "output, its state untouched)";
+    msg =
+        "a cache index was neither pad_slot_id nor in [0, lines): that sequence was skipped (zeros in the "
+        "output, its state untouched)";
   if ((bits & ~uint32_t{DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE}) != 0)
     msg += (msg.empty() ? "" : "; ") + std::string("unknown error bits ") + std::to_string(bits);
   return msg;
@@ -245,7 +246,8 @@ std::string describe_errors(uint32_t bits) {
 int32_t check_errors(void* p, DLDevice device, void* stream, uint32_t* flags, char* msg, size_t msg_size) {
   return plugin::guarded(msg, msg_size, [&] {
     PortablePlugin& plugin = self(p);
-    if (flags == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "portable: check_errors without a flags pointer");
+    if (flags == nullptr)
+      throw Failure(DK_ERR_INVALID_ARGUMENT, "portable: check_errors without a flags pointer");
     *flags = 0;
     if (device.device_type == kDLCPU) {
       *flags = plugin.cpu_error_word.exchange(0);
@@ -267,18 +269,25 @@ int32_t check_errors(void* p, DLDevice device, void* stream, uint32_t* flags, ch
   });
 }
 
-const dk_plugin kPlugin = {
-    sizeof(dk_plugin), DK_ABI_MAJOR, DK_ABI_MINOR, "portable", DELTAKERN_PORTABLE_VERSION, init, probe, shutdown,
-    std::size(kOps),   kOps,         check_errors,
-};
+const dk_plugin kPlugin = {.struct_size = sizeof(dk_plugin),
+                           .abi_major = DK_ABI_MAJOR,
+                           .abi_minor = DK_ABI_MINOR,
+                           .name = "portable",
+                           .version = DELTAKERN_PORTABLE_VERSION,
+                           .init = init,
+                           .probe = probe,
+                           .shutdown = shutdown,
+                           .n_ops = std::size(kOps),
+                           .ops = kOps,
+                           .check_errors = check_errors};
 
 }  // namespace
 }  // namespace deltakern::portable
 
 // The one exported symbol. The descriptor is returned whatever ABI the core asks for: the core
 // compares majors and, on a mismatch, refuses the plugin with both versions in its message.
-extern "C" __attribute__((visibility("default"))) const dk_plugin* deltakern_plugin_entry(uint16_t core_abi_major,
-                                                                                        uint16_t core_abi_minor) {
+extern "C" __attribute__((visibility("default"))) const dk_plugin* deltakern_plugin_entry(
+    uint16_t core_abi_major, uint16_t core_abi_minor) {
   (void)core_abi_major;
   (void)core_abi_minor;
   return &deltakern::portable::kPlugin;

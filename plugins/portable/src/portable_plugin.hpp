@@ -14,7 +14,8 @@
 namespace deltakern::portable {
 
 struct PortablePlugin {
-  PortablePlugin(const dk_host& h, unsigned threads, const cpu::KernelTable& k) : host(h), pool(threads), kernels(k) {}
+  PortablePlugin(const dk_host& h, unsigned threads, const cpu::KernelTable& k)
+      : host(h), pool(threads), kernels(k) {}
 
   cpu::Device cpu_device() { return {host, pool, kernels, cpu_error_word}; }
 

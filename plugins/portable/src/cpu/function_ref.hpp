@@ -15,11 +15,12 @@ template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
   template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
-  FunctionRef(F& f) noexcept  // NOLINT(google-explicit-constructor): used like a function parameter
-      : object_(std::addressof(f)), call_([](void* o, Args... args) -> R {
-          return (*static_cast<F*>(o))(std::forward<Args>(args)...);
-        }) {}
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
+      FunctionRef(F& f)
+  noexcept  // NOLINT(google-explicit-constructor): used like a function parameter
+      : object_(std::addressof(f)),
+        call_([](void* o, Args... args) -> R { return (*static_cast<F*>(o))(std::forward<Args>(args)...); }) {
+  }
 
   R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
 

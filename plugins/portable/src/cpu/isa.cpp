@@ -17,7 +17,8 @@ const KernelTable& select_kernels(const std::string& requested, std::string& why
   __builtin_cpu_init();
   const bool v4 = __builtin_cpu_supports("x86-64-v4") != 0;
   const Candidate candidates[] = {
-      {"x86-64-v4+avx512bf16", &x86_64_v4_bf16::kernel_table, v4 && __builtin_cpu_supports("avx512bf16") != 0},
+      {"x86-64-v4+avx512bf16", &x86_64_v4_bf16::kernel_table,
+       v4 && __builtin_cpu_supports("avx512bf16") != 0},
       {"x86-64-v4", &x86_64_v4::kernel_table, v4},
       {"x86-64-v3", &x86_64_v3::kernel_table, __builtin_cpu_supports("x86-64-v3") != 0},
       {"generic", &generic::kernel_table, true},

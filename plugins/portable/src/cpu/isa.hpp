@@ -25,8 +25,8 @@ const KernelTable& kernel_table();
 #endif
 
 // The kernels for this CPU. `requested` (from DELTAKERN_PORTABLE_ISA: "generic", "x86-64-v3",
-// "x86-64-v4", "x86-64-v4+avx512bf16"; empty: the best available) lets tests run every build on one machine; a build
-// the CPU cannot run is refused with the reason in `why` and the best available is used.
+// "x86-64-v4", "x86-64-v4+avx512bf16"; empty: the best available) lets tests run every build on one machine;
+// a build the CPU cannot run is refused with the reason in `why` and the best available is used.
 const KernelTable& select_kernels(const std::string& requested, std::string& why);
 
 }  // namespace deltakern::portable::cpu

@@ -15,7 +15,6 @@ inline constexpr int kElemTypes = 3;
 enum class Act : uint8_t { none = 0, silu = 1 };
 inline constexpr int kActs = 2;
 
-
 inline constexpr int kMinWidth = 2;
 inline constexpr int kMaxWidth = 8;
 inline constexpr int kWidths = kMaxWidth - kMinWidth + 1;
@@ -46,11 +45,11 @@ struct IndexRef {  // a 1-d int32 or uint8 tensor on the host
 // numbered channel block first, then sequence, then tile: a thread taking consecutive items
 // walks each channel row (or each token row) through memory in order.
 struct VarlenPlan {
-  StridedRef x;            // (D, T)
-  StridedRef out;          // (D, T), compact in x's layout
-  StridedRef weight;       // (D, W)
-  StridedRef bias;         // (D) or data == nullptr
-  StridedRef states;       // (lines, D, S)
+  StridedRef x;                // (D, T)
+  StridedRef out;              // (D, T), compact in x's layout
+  StridedRef weight;           // (D, W)
+  StridedRef bias;             // (D) or data == nullptr
+  StridedRef states;           // (lines, D, S)
   IndexRef query_start_loc;    // int32 (batch + 1)
   IndexRef cache_indices;      // int32 (batch) or none: identity
   IndexRef has_initial_state;  // uint8 (batch) or none: all false
@@ -63,7 +62,7 @@ struct VarlenPlan {
   // Write the output with non-temporal stores (where the build has them): set when the output
   // is far larger than the caches, so reading it for ownership would only cost bandwidth.
   bool stream_output = false;
-  int64_t prefetch_ahead = 0;  // rows (channel-last) or chunks (time-contiguous) to prefetch ahead
+  int64_t prefetch_ahead = 0;  // token rows of a channel-last block to prefetch ahead
   // Per-thread scratch the kernel needs, 64-byte aligned: (kScratchRowsPerWidth * W +
   // kScratchRowsFixed) rows of channel_block floats rounded up to 16.
   int64_t scratch_floats = 0;
@@ -71,11 +70,11 @@ struct VarlenPlan {
 
 // causal_conv1d_update: a grid of (batch row, channel block) items.
 struct UpdatePlan {
-  StridedRef x;       // (batch, D, Tq); a 2-d x is seen with Tq = 1
-  StridedRef out;     // (batch, D, Tq), compact
-  StridedRef weight;  // (D, W)
-  StridedRef bias;    // (D) or data == nullptr
-  StridedRef state;   // (lines, D, S)
+  StridedRef x;            // (batch, D, Tq); a 2-d x is seen with Tq = 1
+  StridedRef out;          // (batch, D, Tq), compact
+  StridedRef weight;       // (D, W)
+  StridedRef bias;         // (D) or data == nullptr
+  StridedRef state;        // (lines, D, S)
   IndexRef state_indices;  // int32 (batch) or none: identity
   IndexRef cache_seqlens;  // int32 (batch) or none: shift mode
   int64_t batch = 0, dim = 0, new_tokens = 0, width = 0, state_len = 0, lines = 0;

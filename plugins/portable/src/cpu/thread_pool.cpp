@@ -7,7 +7,8 @@ namespace deltakern::portable::cpu {
 ThreadPool::ThreadPool(unsigned threads) {
   const unsigned workers = threads > 1 ? threads - 1 : 0;
   workers_.reserve(workers);
-  for (unsigned i = 0; i < workers; ++i) workers_.emplace_back([this](std::stop_token stop) { worker_loop(stop); });
+  for (unsigned i = 0; i < workers; ++i)
+    workers_.emplace_back([this](std::stop_token stop) { worker_loop(stop); });
 }
 
 ThreadPool::~ThreadPool() {

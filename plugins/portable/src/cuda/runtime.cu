@@ -24,12 +24,15 @@ bool available(std::string& why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    why = std::string("CUDA unavailable: ") + cudaGetErrorString(err);
+    // With no driver installed at all the runtime reports an "insufficient" driver: say both.
+    why = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+              ? std::string("no usable CUDA driver or device (") + cudaGetErrorString(err) + ")"
+              : std::string("CUDA runtime: ") + cudaGetErrorString(err);
     cudaGetLastError();  // not sticky, but keep it from surfacing in a later launch check
     return false;
   }
   if (count == 0) {
-    why = "CUDA unavailable: no CUDA device";
+    why = "no CUDA device";
     return false;
   }
   return true;

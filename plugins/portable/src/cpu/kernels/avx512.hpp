@@ -38,7 +38,9 @@ inline __m256i to_bits16(Bf16*, __m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(rounded, nan, top, _mm512_set1_epi32(0x40)));
 #endif
 }
-inline __m256i to_bits16(F16*, __m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline __m256i to_bits16(F16*, __m512 v) {
+  return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
 
 inline void store16(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
 // A masked truncating store (vpmovdw to memory) is microcoded on some CPUs (AMD Zen 4): a full
@@ -70,12 +72,14 @@ inline void store_results(OutT* out, int64_t n, bool stream, Result&& result) {
     }
     t = head;
     if constexpr (sizeof(OutT) == 4) {
-      for (; t + 16 <= n; t += 16) _mm512_stream_ps(reinterpret_cast<float*>(out + t), result(t, __mmask16(0xffff)));
+      for (; t + 16 <= n; t += 16)
+        _mm512_stream_ps(reinterpret_cast<float*>(out + t), result(t, __mmask16(0xffff)));
     } else {
       for (; t + 32 <= n; t += 32) {
         const __m256i lo = to_bits16(static_cast<OutT*>(nullptr), result(t, __mmask16(0xffff)));
         const __m256i hi = to_bits16(static_cast<OutT*>(nullptr), result(t + 16, __mmask16(0xffff)));
-        _mm512_stream_si512(reinterpret_cast<__m512i*>(out + t), _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(out + t),
+                            _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
       }
     }
   }
@@ -121,8 +125,8 @@ inline __m512 activate16(__m512 v) {
 }
 
 template <int W, Act ACT, class OutT>
-inline void convolve_time_store(const float* __restrict window, const float (&w)[W], float bias, OutT* out, int64_t n,
-                                bool stream) {
+inline void convolve_time_store(const float* __restrict window, const float (&w)[W], float bias, OutT* out,
+                                int64_t n, bool stream) {
   __m512 taps[W];
   for (int k = 0; k < W; ++k) taps[k] = _mm512_set1_ps(w[k]);
   const __m512 b = _mm512_set1_ps(bias);
@@ -139,7 +143,8 @@ inline void convolve_channels_store(float* const (&taps)[W], const float* __rest
   store_results(out, n, stream, [&](int64_t c, __mmask16 m) {
     __m512 acc = _mm512_maskz_loadu_ps(m, bias + c);
     for (int k = 0; k < W; ++k)
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, weights + k * row + c), _mm512_maskz_loadu_ps(m, taps[k] + c), acc);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, weights + k * row + c),
+                            _mm512_maskz_loadu_ps(m, taps[k] + c), acc);
     return activate16<ACT>(acc);
   });
 }

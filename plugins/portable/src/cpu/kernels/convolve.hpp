@@ -21,8 +21,8 @@ inline constexpr int64_t kStoreChunk = 256;
 // Along time (one channel): window holds W-1 history values, then the n new ones; the loop
 // runs over t, so the compiler vectorises it with the taps held in registers.
 template <int W, Act ACT>
-inline void convolve_time(const float* __restrict window, const float (&w)[W], float bias, float* __restrict result,
-                          int64_t n) {
+inline void convolve_time(const float* __restrict window, const float (&w)[W], float bias,
+                          float* __restrict result, int64_t n) {
   for (int64_t t = 0; t < n; ++t) {
     float acc = bias;
     for (int k = 0; k < W; ++k) acc += w[k] * window[t + k];
@@ -33,8 +33,9 @@ inline void convolve_time(const float* __restrict window, const float (&w)[W], f
 // Across channels (one token): taps[k] + offset is the row of e at lag W-1-k; weights[k * row]
 // the weights of tap k. The loop runs over channels.
 template <int W, Act ACT>
-inline void convolve_channels(float* const (&taps)[W], int64_t offset, const float* __restrict weights, int64_t row,
-                              const float* __restrict bias, float* __restrict result, int64_t n) {
+inline void convolve_channels(float* const (&taps)[W], int64_t offset, const float* __restrict weights,
+                              int64_t row, const float* __restrict bias, float* __restrict result,
+                              int64_t n) {
   for (int64_t c = 0; c < n; ++c) {
     float acc = bias[c];
     for (int k = 0; k < W; ++k) acc += weights[k * row + c] * taps[k][offset + c];
@@ -45,8 +46,8 @@ inline void convolve_channels(float* const (&taps)[W], int64_t offset, const flo
 // The same, activated and stored to a contiguous output row. Where the build has AVX-512 this
 // is one fused pass (avx512.hpp); elsewhere the f32 results go through L1 in chunks.
 template <int W, Act ACT, class OutT>
-inline void convolve_time_store(const float* __restrict window, const float (&w)[W], float bias, OutT* out, int64_t n,
-                                bool stream = false) {
+inline void convolve_time_store(const float* __restrict window, const float (&w)[W], float bias, OutT* out,
+                                int64_t n, bool stream = false) {
 #if defined(DK_CPU_HAVE_AVX512)
   avx512::convolve_time_store<W, ACT>(window, w, bias, out, n, stream);
 #else
@@ -87,8 +88,9 @@ inline void fence_streaming_stores() {
 // A strided output (decode with several tokens): staged in the output dtype through the same
 // path as a contiguous row, then scattered, so the bits match those of a contiguous row.
 template <int W, Act ACT, class OutT>
-inline void convolve_channels_store_strided(float* const (&taps)[W], const float* __restrict weights, int64_t row,
-                                            const float* __restrict bias, OutT* out, int64_t stride, int64_t n) {
+inline void convolve_channels_store_strided(float* const (&taps)[W], const float* __restrict weights,
+                                            int64_t row, const float* __restrict bias, OutT* out,
+                                            int64_t stride, int64_t n) {
   if (stride == 1) {
     convolve_channels_store<W, ACT>(taps, weights, row, bias, out, n);
     return;

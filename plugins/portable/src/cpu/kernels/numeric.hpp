@@ -103,8 +103,8 @@ inline F16 from_f32<F16>(float v) {
   return f16_from_f32(v);
 }
 
-// Software prefetch of a span: the kernels jump between many short runs (a row segment per
-// channel, a channel block per token), each too short for the hardware prefetcher to ramp up.
+// Software prefetch of a span: a channel-last tile jumps from one short run (its block of a
+// token row) to the next, each too short for the hardware prefetchers to ramp up.
 inline void prefetch_span(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
   for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
@@ -144,7 +144,8 @@ template <>
 inline void store_row<F16>(const float* __restrict src, F16* __restrict dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
   }
   for (; i < n; ++i) dst[i] = f16_from_f32(src[i]);

@@ -16,8 +16,12 @@ namespace deltakern::portable::cpu::DK_CPU_ISA {
 
 inline constexpr uint32_t kErrorCacheIndexOutOfRange = 1u;  // DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE
 
-inline int32_t index_at(const IndexRef& ref, int64_t i) { return static_cast<const int32_t*>(ref.data)[i * ref.stride]; }
-inline uint8_t flag_at(const IndexRef& ref, int64_t i) { return static_cast<const uint8_t*>(ref.data)[i * ref.stride]; }
+inline int32_t index_at(const IndexRef& ref, int64_t i) {
+  return static_cast<const int32_t*>(ref.data)[i * ref.stride];
+}
+inline uint8_t flag_at(const IndexRef& ref, int64_t i) {
+  return static_cast<const uint8_t*>(ref.data)[i * ref.stride];
+}
 
 enum class SlotKind { ok, padded, out_of_range };
 struct Slot {
@@ -66,7 +70,8 @@ inline void load_column(const StridedRef& t, int64_t base, int64_t stride, float
   }
 }
 
-inline void store_column(const StridedRef& t, int64_t base, int64_t stride, const float* __restrict src, int64_t n) {
+inline void store_column(const StridedRef& t, int64_t base, int64_t stride, const float* __restrict src,
+                         int64_t n) {
   switch (t.type) {
     case ElemType::bf16: {
       Bf16* dst = static_cast<Bf16*>(t.data) + base;
@@ -89,8 +94,8 @@ inline void store_column(const StridedRef& t, int64_t base, int64_t stride, cons
 // x's elements (type XT, contiguous or strided) written into a state column of type
 // t.type: x's own dtype, copied as is, or f32, converted exactly.
 template <class XT>
-inline void store_x_column(const StridedRef& t, int64_t base, int64_t stride, const XT* src, int64_t src_stride,
-                           int64_t n) {
+inline void store_x_column(const StridedRef& t, int64_t base, int64_t stride, const XT* src,
+                           int64_t src_stride, int64_t n) {
   if (t.type == elem_type_of<XT>) {
     XT* dst = static_cast<XT*>(t.data) + base;
     for (int64_t i = 0; i < n; ++i) dst[i * stride] = src[i * src_stride];
@@ -139,14 +144,16 @@ inline void load_interleaved(const StridedRef& t, int64_t base, int64_t n, float
 // `scratch` holds n * W floats.
 template <int W>
 inline void load_weights(const StridedRef& weight, const StridedRef& bias, int64_t d0, int64_t n,
-                         float* __restrict weights, int64_t row, float* __restrict bias_out, float* __restrict scratch) {
+                         float* __restrict weights, int64_t row, float* __restrict bias_out,
+                         float* __restrict scratch) {
   if (weight.stride[1] == 1 && weight.stride[0] == W) {
     float* columns[W];
     for (int k = 0; k < W; ++k) columns[k] = weights + k * row;
     load_interleaved<W>(weight, d0 * W, n, scratch, columns, 0, W);
   } else {
     for (int k = 0; k < W; ++k)
-      load_column(weight, d0 * weight.stride[0] + k * weight.stride[1], weight.stride[0], weights + k * row, n);
+      load_column(weight, d0 * weight.stride[0] + k * weight.stride[1], weight.stride[0], weights + k * row,
+                  n);
   }
   if (bias.data != nullptr) {
     load_column(bias, d0 * bias.stride[0], bias.stride[0], bias_out, n);

@@ -45,23 +45,20 @@ inline ST as_state(XT v) {
   }
 }
 
-// Shift mode on packed rows: s[c][i] = e[Tq + i] with e = concat(s[c], x[c]). A flat move of
-// the whole block by Tq elements puts every s[c][i + Tq] in place (and the next row's head in
-// each row's last Tq slots), then x fills those slots.
-template <class ST, class XT>
-inline void shift_packed(ST* block, int64_t S, int64_t n, const XT* x, int64_t x_channel, int64_t x_token,
-                         int64_t Tq) {
-  if (Tq < S) {
-    __builtin_memmove(block, block + Tq, static_cast<size_t>(n * S - Tq) * sizeof(ST));
-    for (int64_t t = 0; t < Tq; ++t) {
-      ST* dst = block + (S - Tq + t);
-      const XT* src = x + t * x_token;
-      for (int64_t c = 0; c < n; ++c) dst[c * S] = as_state<ST>(src[c * x_channel]);
-    }
-  } else {
-    for (int64_t i = 0; i < S; ++i) {
-      ST* dst = block + i;
-      const XT* src = x + (Tq - S + i) * x_token;
+// Shift mode on packed rows of S = W-1: s[c][i] = e[Tq + i] with e = concat(s[c], x[c]). A flat
+// move of the whole block by Tq elements puts every s[c][i + Tq] in place (and the next row's
+// head in each row's last Tq slots), then x fills those slots. S is a compile-time constant so
+// that the strided fills vectorise (with permutes) instead of running element by element.
+template <int S, class ST, class XT>
+inline void shift_packed(ST* block, int64_t n, const XT* x, int64_t x_channel, int64_t x_token, int64_t Tq) {
+  const int64_t kept = Tq < S ? S - Tq : 0;  // old entries each row keeps
+  if (kept > 0) __builtin_memmove(block, block + Tq, static_cast<size_t>(n * S - Tq) * sizeof(ST));
+  for (int64_t i = kept; i < S; ++i) {
+    ST* __restrict dst = block + i;
+    const XT* __restrict src = x + (Tq - S + i) * x_token;
+    if (x_channel == 1) {
+      for (int64_t c = 0; c < n; ++c) dst[c * S] = as_state<ST>(src[c]);
+    } else {
       for (int64_t c = 0; c < n; ++c) dst[c * S] = as_state<ST>(src[c * x_channel]);
     }
   }
@@ -113,7 +110,8 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
         }
         const XT* x_t = x + t * p.x.stride[2];
         load_strided(x_t, p.x.stride[1], taps[H], n);
-        convolve_channels_store_strided<W, ACT>(taps, weights, R, bias, out + t * p.out.stride[2], p.out.stride[1], n);
+        convolve_channels_store_strided<W, ACT>(taps, weights, R, bias, out + t * p.out.stride[2],
+                                                p.out.stride[1], n);
         const int64_t slot_t = wrap(written + t, S);
         store_x_column(st, state_base + slot_t * st.stride[2], st.stride[1], x_t, p.x.stride[1], n);
         if (packed) {  // later tokens of this call read it back as history
@@ -132,16 +130,17 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
     }
     for (int64_t t = 0; t < Tq; ++t) {
       load_strided(x + t * p.x.stride[2], p.x.stride[1], taps[H], n);
-      convolve_channels_store_strided<W, ACT>(taps, weights, R, bias, out + t * p.out.stride[2], p.out.stride[1], n);
+      convolve_channels_store_strided<W, ACT>(taps, weights, R, bias, out + t * p.out.stride[2],
+                                              p.out.stride[1], n);
       float* oldest = taps[0];
       for (int k = 0; k < H; ++k) taps[k] = taps[k + 1];
       taps[H] = oldest;
     }
     if (packed) {
       if (st.type == elem_type_of<XT>) {
-        shift_packed(static_cast<XT*>(st.data) + state_base, S, n, x, p.x.stride[1], p.x.stride[2], Tq);
+        shift_packed<H>(static_cast<XT*>(st.data) + state_base, n, x, p.x.stride[1], p.x.stride[2], Tq);
       } else {
-        shift_packed(static_cast<float*>(st.data) + state_base, S, n, x, p.x.stride[1], p.x.stride[2], Tq);
+        shift_packed<H>(static_cast<float*>(st.data) + state_base, n, x, p.x.stride[1], p.x.stride[2], Tq);
       }
       continue;
     }
@@ -151,7 +150,8 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
       const int64_t dst = state_base + i * st.stride[2];
       if (m < S) {
         const int64_t src = state_base + m * st.stride[2];
-        for (int64_t c = 0; c < n; ++c) move_elem(st.data, dst + c * st.stride[1], src + c * st.stride[1], st.type);
+        for (int64_t c = 0; c < n; ++c)
+          move_elem(st.data, dst + c * st.stride[1], src + c * st.stride[1], st.type);
       } else {
         store_x_column(st, dst, st.stride[1], x + (m - S) * p.x.stride[2], p.x.stride[1], n);
       }

@@ -177,10 +177,12 @@ inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, cons
     // A row of the block is a short run (1 KiB); the hardware prefetchers need help.
     if (p.prefetch_ahead > 0 && t + p.prefetch_ahead < it.t1) {
       prefetch_span(x + (token + p.prefetch_ahead) * x_step, n * int64_t{sizeof(XT)});
-      if (!p.stream_output) prefetch_span_for_write(out + (token + p.prefetch_ahead) * out_step, n * int64_t{sizeof(XT)});
+      if (!p.stream_output)
+        prefetch_span_for_write(out + (token + p.prefetch_ahead) * out_step, n * int64_t{sizeof(XT)});
     }
     load_row(x + token * x_step, taps[H], n);
-    convolve_channels_store<W, ACT>(taps, s.weights, s.row, s.bias, out + token * out_step, n, p.stream_output);
+    convolve_channels_store<W, ACT>(taps, s.weights, s.row, s.bias, out + token * out_step, n,
+                                    p.stream_output);
     float* oldest = taps[0];
     for (int k = 0; k < H; ++k) taps[k] = taps[k + 1];
     taps[H] = oldest;
@@ -197,32 +199,16 @@ inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
   XT* out = static_cast<XT*>(p.out.data) + it.seq.start;
   const StridedRef& st = p.states;
   const int64_t state_base = it.slot.line * st.stride[0] + (p.state_len - H) * st.stride[2];
-  // Prefetch runs p.prefetch_ahead chunks ahead of the computation, into later rows at the end
-  // of one: the rows of a short sequence are too short for the hardware prefetchers.
-  int64_t ahead_d = it.d0, ahead_c = it.t0;
-  auto advance_ahead = [&] {
-    ahead_c += kTimeChunk;
-    if (ahead_c >= it.t1) {
-      ahead_c = it.t0;
-      ++ahead_d;
-    }
-  };
-  for (int64_t i = 0; i < p.prefetch_ahead; ++i) advance_ahead();
   for (int64_t d = it.d0; d < it.d1; ++d) {
     float w[W];
     for (int k = 0; k < W; ++k)
       w[k] = load_f32(p.weight.data, d * p.weight.stride[0] + k * p.weight.stride[1], p.weight.type);
-    const float bias = p.bias.data != nullptr ? load_f32(p.bias.data, d * p.bias.stride[0], p.bias.type) : 0.0f;
+    const float bias =
+        p.bias.data != nullptr ? load_f32(p.bias.data, d * p.bias.stride[0], p.bias.type) : 0.0f;
     const XT* x_row = x + d * p.x.stride[0];
     XT* out_row = out + d * p.out.stride[0];
     for (int64_t c0 = it.t0; c0 < it.t1; c0 += kTimeChunk) {
       const int64_t n = min_i64(kTimeChunk, it.t1 - c0);
-      if (p.prefetch_ahead > 0 && ahead_d < it.d1) {
-        const int64_t bytes = min_i64(kTimeChunk, it.t1 - ahead_c) * int64_t{sizeof(XT)};
-        prefetch_span(x + ahead_d * p.x.stride[0] + ahead_c, bytes);
-        if (!p.stream_output) prefetch_span_for_write(out + ahead_d * p.out.stride[0] + ahead_c, bytes);
-      }
-      advance_ahead();
       if (c0 > 0) {
         load_row(x_row + c0 - H, window, H);
       } else if (it.has_prior) {
