@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages deltakern builds against (run as root or with sudo).
+# Installs the Debian 12 packages deltakern builds against (as root; it re-runs itself with sudo otherwise).
 # The CUDA toolkit is optional: with nvcc on PATH the CUDA paths are built too.
 set -euo pipefail
+if [ "$(id -u)" -ne 0 ]; then exec sudo "$0" "$@"; fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
