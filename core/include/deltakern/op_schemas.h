@@ -13,9 +13,9 @@ extern "C" {
 
 /* ---- causal_conv1d_varlen: prefill over a packed batch of variable-length sequences */
 #define DK_OP_CAUSAL_CONV1D_VARLEN "causal_conv1d_varlen"
-#define DK_SCHEMA_CAUSAL_CONV1D_VARLEN                                                   \
-  "causal_conv1d_varlen(Tensor x, Tensor weight, Tensor? bias, Tensor conv_states, "    \
-  "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, "          \
+#define DK_SCHEMA_CAUSAL_CONV1D_VARLEN                                               \
+  "causal_conv1d_varlen(Tensor x, Tensor weight, Tensor? bias, Tensor conv_states, " \
+  "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, "       \
   "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> Tensor"
 
 enum {
@@ -37,9 +37,9 @@ enum {
 
 /* ---- causal_conv1d_update: decode, one or a few new tokens per sequence */
 #define DK_OP_CAUSAL_CONV1D_UPDATE "causal_conv1d_update"
-#define DK_SCHEMA_CAUSAL_CONV1D_UPDATE                                                   \
-  "causal_conv1d_update(Tensor x, Tensor conv_state, Tensor weight, Tensor? bias, "     \
-  "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "        \
+#define DK_SCHEMA_CAUSAL_CONV1D_UPDATE                                              \
+  "causal_conv1d_update(Tensor x, Tensor conv_state, Tensor weight, Tensor? bias, " \
+  "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "    \
   "int pad_slot_id=-1) -> Tensor"
 
 enum {
@@ -51,11 +51,7 @@ enum {
   DK_UPDATE_CACHE_SEQLENS = 5,      /* (batch) int32 or NULL (shift mode)                   */
   DK_UPDATE_N_TENSORS = 6
 };
-enum {
-  DK_UPDATE_ACTIVATION = 0,
-  DK_UPDATE_PAD_SLOT_ID = 1,
-  DK_UPDATE_N_SCALARS = 2
-};
+enum { DK_UPDATE_ACTIVATION = 0, DK_UPDATE_PAD_SLOT_ID = 1, DK_UPDATE_N_SCALARS = 2 };
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -98,7 +98,8 @@ inline Activation parse_activation(const dk_scalar& s) {
   const std::string_view v = s.s;
   if (v == "none") return Activation::none;
   if (v == "silu") return Activation::silu;
-  throw Failure(DK_ERR_INVALID_ARGUMENT, "activation: expected \"none\" or \"silu\", got \"" + std::string(v) + "\"");
+  throw Failure(DK_ERR_INVALID_ARGUMENT,
+                "activation: expected \"none\" or \"silu\", got \"" + std::string(v) + "\"");
 }
 
 struct VarlenArgs {
@@ -149,9 +150,17 @@ inline VarlenArgs unpack_varlen(const dk_call& call) {
   require_arity(call, DK_VARLEN_N_TENSORS, DK_VARLEN_N_SCALARS, DK_OP_CAUSAL_CONV1D_VARLEN);
   const auto* t = call.tensors;
   const auto* s = call.scalars;
-  VarlenArgs a{t[DK_VARLEN_X], t[DK_VARLEN_WEIGHT], t[DK_VARLEN_BIAS], t[DK_VARLEN_CONV_STATES],
-               t[DK_VARLEN_QUERY_START_LOC], t[DK_VARLEN_CACHE_INDICES], t[DK_VARLEN_HAS_INITIAL_STATE],
-               parse_activation(s[DK_VARLEN_ACTIVATION]), s[DK_VARLEN_PAD_SLOT_ID].i, std::nullopt, call.stream};
+  VarlenArgs a{t[DK_VARLEN_X],
+               t[DK_VARLEN_WEIGHT],
+               t[DK_VARLEN_BIAS],
+               t[DK_VARLEN_CONV_STATES],
+               t[DK_VARLEN_QUERY_START_LOC],
+               t[DK_VARLEN_CACHE_INDICES],
+               t[DK_VARLEN_HAS_INITIAL_STATE],
+               parse_activation(s[DK_VARLEN_ACTIVATION]),
+               s[DK_VARLEN_PAD_SLOT_ID].i,
+               std::nullopt,
+               call.stream};
   if (s[DK_VARLEN_MAX_SEQ_LEN].kind == DK_SCALAR_INT) a.max_seq_len = s[DK_VARLEN_MAX_SEQ_LEN].i;
   return a;
 }
@@ -160,9 +169,15 @@ inline UpdateArgs unpack_update(const dk_call& call) {
   require_arity(call, DK_UPDATE_N_TENSORS, DK_UPDATE_N_SCALARS, DK_OP_CAUSAL_CONV1D_UPDATE);
   const auto* t = call.tensors;
   const auto* s = call.scalars;
-  return UpdateArgs{t[DK_UPDATE_X], t[DK_UPDATE_CONV_STATE], t[DK_UPDATE_WEIGHT], t[DK_UPDATE_BIAS],
-                    t[DK_UPDATE_CONV_STATE_INDICES], t[DK_UPDATE_CACHE_SEQLENS],
-                    parse_activation(s[DK_UPDATE_ACTIVATION]), s[DK_UPDATE_PAD_SLOT_ID].i, call.stream};
+  return UpdateArgs{t[DK_UPDATE_X],
+                    t[DK_UPDATE_CONV_STATE],
+                    t[DK_UPDATE_WEIGHT],
+                    t[DK_UPDATE_BIAS],
+                    t[DK_UPDATE_CONV_STATE_INDICES],
+                    t[DK_UPDATE_CACHE_SEQLENS],
+                    parse_activation(s[DK_UPDATE_ACTIVATION]),
+                    s[DK_UPDATE_PAD_SLOT_ID].i,
+                    call.stream};
 }
 
 // ---- results
@@ -220,7 +235,8 @@ inline DLManagedTensor* make_fresh_result(const dk_host& host, DLDevice device, 
     const int32_t st = host.alloc(host.ctx, device, bytes, stream, &data);
     if (st != DK_OK || data == nullptr) {
       delete r;
-      throw Failure(DK_ERR_OUT_OF_MEMORY, "allocating " + std::to_string(bytes) + " bytes for the output failed");
+      throw Failure(DK_ERR_OUT_OF_MEMORY,
+                    "allocating " + std::to_string(bytes) + " bytes for the output failed");
     }
   }
   DLTensor& t = r->managed.dl_tensor;

@@ -3,8 +3,8 @@
 // Runtime::global()); tools, tests and benchmarks build their own Runtime.
 #pragma once
 
-#include <deltakern/deltakern.hpp>
 #include <deltakern/plugin_abi.h>
+#include <deltakern/deltakern.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -49,7 +49,7 @@ struct OpInfo {
   int min_width = 0, max_width = 0;
   std::vector<Layout> layouts;
   // The mutation contract read off the schema.
-  std::vector<std::string> mutated;   // arguments annotated (x!)
+  std::vector<std::string> mutated;             // arguments annotated (x!)
   std::optional<std::string> returns_alias_of;  // "x" for -> Tensor(a) with Tensor(a!) x
 };
 
@@ -74,7 +74,7 @@ struct PluginInfo {
 struct CallSignature {
   std::string op;
   DLDevice device{kDLCPU, 0};
-  DLDataType dtype{kDLFloat, 32, 1};         // x
+  DLDataType dtype{kDLFloat, 32, 1};  // x
   DLDataType weight_dtype{kDLFloat, 32, 1};
   DLDataType state_dtype{kDLFloat, 32, 1};
   std::optional<DLDataType> bias_dtype;
@@ -124,7 +124,7 @@ class Runtime {
   void check_errors(DLDevice device, void* stream);
 
   const std::vector<PluginInfo>& plugins() const;
-  const PluginInfo* plugin(std::string_view name) const;  // loaded plugins only
+  const PluginInfo* plugin(std::string_view name) const;           // loaded plugins only
   std::vector<std::string> preference(std::string_view op) const;  // config order for op
   std::optional<std::string> forced_backend() const;
   std::filesystem::path config_file() const;  // empty: built-in defaults

@@ -415,10 +415,11 @@ int32_t plugin_probe(void*, int32_t device_type, char* why, size_t why_size) {
   if (err != cudaSuccess) {
     cudaGetLastError();  // not sticky: clear it so later calls start clean
     // With no driver installed at all the runtime reports an "insufficient" driver: say both.
-    plugin::write_message(why, why_size,
-                          err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
-                              ? std::string("no usable CUDA driver or device (") + cudaGetErrorString(err) + ")"
-                              : std::string("CUDA runtime: ") + cudaGetErrorString(err));
+    plugin::write_message(
+        why, why_size,
+        err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+            ? std::string("no usable CUDA driver or device (") + cudaGetErrorString(err) + ")"
+            : std::string("CUDA runtime: ") + cudaGetErrorString(err));
     return DK_ERR_UNAVAILABLE;
   }
   if (count == 0) {
