@@ -49,31 +49,6 @@ void fill_random_bf16(void* dst, size_t bytes, cudaStream_t s) {
   DKGPU_CHECK(cudaStreamSynchronize(s));
 }
 
-struct Events {
-  cudaEvent_t a{}, b{};
-  Events() {
-    DKGPU_CHECK(cudaEventCreate(&a));
-    DKGPU_CHECK(cudaEventCreate(&b));
-  }
-  ~Events() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  // Mean device time per call of `iters` back-to-back calls, after 3 warm-ups.
-  template <class F>
-  double us_per_call(cudaStream_t s, int iters, F&& f) {
-    for (int i = 0; i < 3; ++i) f(i);
-    DKGPU_CHECK(cudaStreamSynchronize(s));
-    DKGPU_CHECK(cudaEventRecord(a, s));
-    for (int i = 0; i < iters; ++i) f(i);
-    DKGPU_CHECK(cudaEventRecord(b, s));
-    DKGPU_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    DKGPU_CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms * 1000.0 / iters;
-  }
-};
-
 template <class F>
 double median_host_us(cudaStream_t s, F&& f) {
   std::vector<double> us;
@@ -159,7 +134,7 @@ int main(int argc, char** argv) {
     }
 
     std::vector<Row> rows;
-    Events ev;
+    EventTimer ev;
     const DLDevice dev{kDLCUDA, 0};
     const DLDataType bf16{kDLBfloat, 16, 1}, i32{kDLInt, 32, 1}, u8{kDLUInt, 8, 1};
 

@@ -165,4 +165,30 @@ struct RefConv {
 
 inline double tolerance(Dt d) { return d == Dt::f32 ? 2e-5 : d == Dt::f16 ? 2e-3 : 1.6e-2; }
 
+// CUDA events around `iters` back-to-back calls on one stream: the device time per call.
+struct EventTimer {
+  cudaEvent_t a{}, b{};
+  EventTimer() {
+    DKGPU_CHECK(cudaEventCreate(&a));
+    DKGPU_CHECK(cudaEventCreate(&b));
+  }
+  ~EventTimer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  // Mean device time per call of `iters` back-to-back calls, after 3 warm-ups.
+  template <class F>
+  double us_per_call(cudaStream_t s, int iters, F&& f) {
+    for (int i = 0; i < 3; ++i) f(i);
+    DKGPU_CHECK(cudaStreamSynchronize(s));
+    DKGPU_CHECK(cudaEventRecord(a, s));
+    for (int i = 0; i < iters; ++i) f(i);
+    DKGPU_CHECK(cudaEventRecord(b, s));
+    DKGPU_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    DKGPU_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms * 1000.0 / iters;
+  }
+};
+
 }  // namespace dkgpu

@@ -769,30 +769,6 @@ std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool chann
 
 // ---- timing
 
-struct Timer {
-  cudaEvent_t a, b;
-  Timer() {
-    DKGPU_CHECK(cudaEventCreate(&a));
-    DKGPU_CHECK(cudaEventCreate(&b));
-  }
-  ~Timer() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  template <class F>
-  double us_per_call(cudaStream_t s, int iters, F&& f) {
-    for (int i = 0; i < 3; ++i) f(i);
-    DKGPU_CHECK(cudaStreamSynchronize(s));
-    DKGPU_CHECK(cudaEventRecord(a, s));
-    for (int i = 0; i < iters; ++i) f(i);
-    DKGPU_CHECK(cudaEventRecord(b, s));
-    DKGPU_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    DKGPU_CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms * 1000.0 / iters;
-  }
-};
-
 void fill_random(void* dst, size_t bytes, cudaStream_t s) {
   // One random block uploaded, then replicated on the device: fast for gigabytes.
   const size_t block = std::min<size_t>((bytes + 1) / 2 * 2, size_t{4} << 20);
@@ -863,7 +839,7 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
             xv.emplace_back(b.get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{D, T},
                             cl ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
           const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1), int_scalar(T)};
-          Timer timer;
+          EventTimer timer;
           const int iters = iters_override > 0 ? iters_override : (T >= 32768 ? 20 : 50);
           std::string err;
           const double us = timer.us_per_call(stream, iters, [&](int i) {
@@ -889,7 +865,7 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
   {
     const size_t bytes = size_t{1} << 30;
     DeviceBuffer a(bytes), b(bytes);
-    Timer timer;
+    EventTimer timer;
     const double us = timer.us_per_call(stream, 20, [&](int) {
       DKGPU_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream));
     });
@@ -904,7 +880,7 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
     for (int i = 0; i < 32; ++i) DKGPU_CHECK(dkgpu_launch_empty(stream));
     DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
     DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    Timer timer;
+    EventTimer timer;
     const double us =
         timer.us_per_call(stream, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, stream)); }) / 32;
     std::printf("empty kernel in a graph: %.2f us per node\n", us);
@@ -950,7 +926,7 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
         throw std::runtime_error(err);
     DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
     DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    Timer timer;
+    EventTimer timer;
     const double us =
         timer.us_per_call(stream, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, stream)); }) / per_graph;
     const double gbs = 2.0 * per_call / us * 1e-3;
