@@ -582,6 +582,18 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
     c.lens = {100, 27};
     c.q_shift = 9;
     add(c, L + "/gap-before-first");
+    // more than 32 sequences in one 512-token chunk (the time walker's table windows)
+    c = VarlenCase{};
+    c.channel_last = cl;
+    for (int i = 0; i < 150; ++i) c.lens.push_back(i % 6);
+    c.pad_every = 5;
+    add(c, L + "/dense-short");
+    // sequences across several chunks and chunk edges, a state longer than the halo
+    c = VarlenCase{};
+    c.channel_last = cl;
+    c.lens = {1500, 3, 700, 1, 0, 2, 513};
+    c.S = 8;
+    add(c, L + "/long-S8");
     // strides and alignment: padded rows, a fused-QKV-like slice (odd offset breaks 16 B alignment)
     c = VarlenCase{};
     c.channel_last = cl;

@@ -18,6 +18,7 @@ struct LaunchOptions {
 struct VarlenPlan {
   bool channel_last = false;
   bool vectorized = false;
+  bool row_walker = false;  // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
   int64_t tile_len = 0;
   int32_t ntiles = 1;
   int32_t tail_len = 0;
@@ -61,6 +62,8 @@ int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vector
                                void* stream);
 int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,
                                   const LaunchOptions& o, void* stream);
+int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream);
+int preload_time_walker();
 int channel_last_vec_width(int32_t dtype, bool vectorized);
 int channel_last_threads();
 int channel_last_blocks_per_sm(int32_t dtype, bool vectorized);

@@ -68,6 +68,7 @@ int preload_varlen() {
   if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, varlen_finish_kernel<uint32_t>);
   if (err == cudaSuccess) err = preload_channel_last();
   if (err == cudaSuccess) err = preload_time_contiguous();
+  if (err == cudaSuccess) err = preload_time_walker();
   return err;
 }
 
@@ -82,6 +83,14 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
   plan.tail_len = std::max<int32_t>(kHalo, p.state.len);
   const int64_t T = p.tokens, D = p.dim;
   const int64_t sms = std::max(o.sm_count, 1);
+  // Time-contiguous with enough rows to fill the GPU (or few tokens per row): one warp walks each
+  // row, in place without tiles or scratch. Fewer, longer rows leave too few warps in flight, so
+  // those are tiled; a tile override (sweeps, tests of the tiled kernel) also tiles.
+  if (!channel_last && tile_tokens == 0 && (D >= 8 * sms || T <= 2048)) {
+    plan.row_walker = true;
+    plan.tile_len = std::max<int64_t>(T, 1);
+    return plan;
+  }
   int64_t granule, tile;
   if (channel_last) {
     // Walkers are threads of kVec channels. Size the tiles so that the grid is whole waves of
@@ -124,6 +133,7 @@ int launch_varlen(VarlenParams p, int32_t x_dtype, const VarlenPlan& plan, const
   p.ntiles = plan.ntiles;
   p.tail_len = plan.tail_len;
   p.rows_per_block = plan.rows_per_block;
+  if (plan.row_walker) return launch_varlen_time_walker(p, x_dtype, o, stream);
   int err = plan.channel_last ? launch_varlen_channel_last(p, x_dtype, plan.vectorized, o, stream)
                               : launch_varlen_time_contiguous(p, x_dtype, plan.vectorized, o, stream);
   if (err != cudaSuccess || plan.ntiles == 1) return err;

@@ -1,0 +1,332 @@
+// causal_conv1d_varlen, time-contiguous x (stride(time) == 1), one warp per channel row walking
+// the row's tokens in order: in place with no scratch and no second pass, because no other warp
+// ever reads this row. Used when there are enough rows to fill the GPU (see plan_varlen).
+//
+// A step of the walk is a chunk of kChunk tokens: access j of lane l holds tokens
+// c0 + [(j*32 + l) * kVec, +kVec), so every load and store instruction is one contiguous 512-byte
+// run. The next chunk is loaded before the current one is stored, and the three originals before
+// each access come from the previous lane (lane 0: lane 31 of the previous access or chunk) by
+// shuffle. Every output is first computed from the raw window, the fast path that almost every
+// token takes; sequence edges are then repaired per sequence, not per token:
+//   - tokens outside every live sequence (padded slots, before q[0], after q[batch], the ragged
+//     ends of the row) are not stored, with a per-token mask built only for chunks that hold any;
+//   - the first three tokens of a sequence read its prior instead of the previous sequence's
+//     tokens: three lanes per sequence start recompute and overwrite them;
+//   - the new state of a sequence is written when the walk reaches its last token, from the raw
+//     originals of the last two chunks, kept in a shared-memory ring (S <= kMaxStateLen < kChunk).
+// The sequences around the walk sit in a 32-entry table, lane k holding sequence tb + k, so that
+// "which sequence holds token t" is one ballot. A chunk that holds more than 32 sequences is
+// walked in several table windows.
+#include <climits>
+
+#include "conv1d_common.cuh"
+#include "launch.h"
+
+namespace deltakern::native {
+
+template <typename T_, int kNVecs_, int kPrefetch_>
+struct TimeWalkerTraits {
+  using T = T_;
+  static constexpr int kNWarps = 4;
+  static constexpr int kNThreads = 32 * kNWarps;
+  static constexpr int kMinBlocks = 4;
+  static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // tokens per access
+  static constexpr int kNVecs = kNVecs_;                         // accesses per lane and chunk
+  static constexpr int kChunk = 32 * kVec * kNVecs;              // tokens per step of the walk
+  static constexpr int kPrefetch = kPrefetch_;                   // chunks in flight ahead of the walk
+  static constexpr int kSlots = kPrefetch + 2;                   // + the current and the previous one
+  static_assert(kChunk >= kMaxStateLen + kHalo, "the ring must hold a new state's originals");
+  using Vec = uint4;
+};
+
+// The table: sequences [tb, tb + n) of the call, entry k in lane k's registers and, for lookups
+// from divergent code, in shared memory.
+template <typename Kt>
+struct WalkerShared {
+  // Chunk m of the walk lands in slot m % kSlots through cp.async: the loads in flight, and the
+  // raw originals of the current and the previous chunk (for the repairs and the new states).
+  alignas(16) typename Kt::T slots[Kt::kSlots][Kt::kChunk];
+  int32_t start[33];       // start[k] = q[tb + k], start[n] = end of the last
+  int32_t line[32];        // state line, or -1: skipped
+  float prior[32][kHalo];  // e-values of the three positions before each start
+};
+
+struct TableEntry {
+  int32_t start, end, line;
+  bool init;
+};
+struct TableEntryRef {
+  int32_t start, end;
+  const float* prior;
+};
+
+template <typename Kt>
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
+    varlen_time_walker_kernel(const VarlenParams p) {
+  using T = typename Kt::T;
+  using Vec = typename Kt::Vec;
+  constexpr int kVec = Kt::kVec, kNVecs = Kt::kNVecs, kChunk = Kt::kChunk;
+  constexpr unsigned kFull = 0xffffffffu;
+  union Pack {
+    Vec v;
+    T e[kVec];
+  };
+  __shared__ WalkerShared<Kt> shared_all[Kt::kNWarps];
+  wait_for_previous_grid();
+
+  const int lane = threadIdx.x % 32;
+  const int64_t d = static_cast<int64_t>(blockIdx.x) * Kt::kNWarps + threadIdx.x / 32;
+  if (d >= p.dim) return;  // warp-uniform, and no block barrier follows
+  WalkerShared<Kt>& sh = shared_all[threadIdx.x / 32];
+  T* const row = static_cast<T*>(p.x) + d * p.chan_stride;
+  const StateView& st = p.state;
+  const ChannelTaps taps = load_taps(p.conv, d);
+  const int first = kMaxWidth - p.conv.width;
+  const bool silu = p.conv.silu;
+
+  const int64_t t_start = seq_offset(p, 0);
+  const int64_t t_stop = max(t_start, seq_offset(p, p.batch));
+  // Chunks start on 16-byte boundaries of this row, so the walk may begin a few tokens early.
+  const int64_t row_misalign = static_cast<int64_t>((reinterpret_cast<uintptr_t>(row) / sizeof(T)) % kVec);
+  const int64_t c_first = t_start - (row_misalign + t_start) % kVec;
+  auto ring_at = [&](int64_t u) -> float {
+    const int64_t i = u - c_first;
+    return to_float(sh.slots[(i / kChunk) % Kt::kSlots][i % kChunk]);
+  };
+
+  // ---- the sequence table
+  int32_t tb = 0, n = 0;
+  TableEntry mine{INT32_MAX, INT32_MAX, -1, false};  // sequence tb + lane, or past the table
+  uint32_t dead = 0;                                 // table sequences with tokens whose slot is skipped
+  auto fill = [&](int32_t base) {
+    __syncwarp();  // divergent readers of the old table are done
+    tb = base;
+    n = min(32, p.batch - base);
+    mine = TableEntry{INT32_MAX, INT32_MAX, -1, false};
+    if (lane < n) {
+      const int32_t b = base + lane;
+      mine.start = static_cast<int32_t>(seq_offset(p, b));
+      mine.end = max(mine.start, static_cast<int32_t>(seq_offset(p, b + 1)));
+      mine.line = static_cast<int32_t>(state_line(p.cache_indices, b, st, p.conv, d == 0));
+      mine.init = has_initial_state(p, b);
+      sh.start[lane] = mine.start;
+      sh.line[lane] = mine.line;
+      if (lane == n - 1) sh.start[n] = mine.end;
+        // Priors are read here, off the walk's critical path, for the repairs of the first tokens.
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i) {
+        const int32_t j = st.len - kHalo + i;
+        sh.prior[lane][i] = mine.init && mine.line >= 0 && j >= 0
+                                ? load_float(st.data, state_offset(st, mine.line, d, j), st.dtype)
+                                : 0.f;
+      }
+    }
+    dead = __ballot_sync(kFull, lane < n && mine.line < 0 && mine.start < mine.end);
+    __syncwarp();
+  };
+  // End of the tokens the table describes (everything, once it holds the last sequence).
+  auto table_end = [&]() -> int64_t {
+    return tb + n >= p.batch ? INT64_MAX : static_cast<int64_t>(__shfl_sync(kFull, mine.end, (n - 1) & 31));
+  };
+  // Makes the table hold the first sequence with an end >= pos, refilling only when it does not,
+  // or when moving the table up would let it reach `until`.
+  auto cover = [&](int64_t pos, int64_t until) {
+    const int k = __popc(__ballot_sync(kFull, lane < n && mine.end < pos));
+    if (k < n && (k == 0 || table_end() >= until)) return;
+    if (k < n)
+      fill(tb + k);
+    else if (tb + n < p.batch || n == 0)
+      fill(warp_first_sequence_ending_at_or_after(p, pos));
+  };
+  auto entry = [&](int k) { return TableEntryRef{sh.start[k], sh.start[k + 1], sh.prior[k]}; };
+
+  // e-value of position u >= start - 3 of a sequence: an original, or its prior (or zero).
+  auto e_value = [&](const TableEntryRef& s, int64_t u) -> float {
+    return u >= s.start ? ring_at(u) : s.prior[kHalo + (u - s.start)];
+  };
+
+  // Starts the copy of the chunk at c into its slot; the edges of the walk are copied element by
+  // element (zeros outside), so nothing outside [t_start, t_stop) is read. One commit group per
+  // chunk and lane, empty past the end, keeps every lane's group count the same.
+  auto issue_chunk = [&](int64_t c) {
+    if (c < t_stop) {
+      T* const slot = sh.slots[((c - c_first) / kChunk) % Kt::kSlots];
+#pragma unroll
+      for (int j = 0; j < kNVecs; ++j) {
+        const int64_t off = static_cast<int64_t>(j * 32 + lane) * kVec, t0 = c + off;
+        if (t0 >= t_start && t0 + kVec <= t_stop) {
+          cp_async<16>(slot + off, row + t0);
+        } else {
+#pragma unroll
+          for (int i = 0; i < kVec; ++i)
+            slot[off + i] = t0 + i >= t_start && t0 + i < t_stop ? row[t0 + i] : from_float<T>(0.f);
+        }
+      }
+    }
+    cp_async_commit();
+  };
+
+#pragma unroll
+  for (int m = 0; m < Kt::kPrefetch; ++m) issue_chunk(c_first + static_cast<int64_t>(m) * kChunk);
+  cover(c_first, c_first + kChunk);      // the table's loads overlap the first copies
+  float carry[kHalo] = {0.f, 0.f, 0.f};  // originals of the three tokens before the chunk
+  int64_t c0 = c_first;
+  for (; c0 < t_stop; c0 += kChunk) {
+    const int64_t c1 = c0 + kChunk;
+    __syncwarp();  // the slot of chunk n-2 has no readers left: it takes chunk n+kPrefetch
+    issue_chunk(c0 + static_cast<int64_t>(Kt::kPrefetch) * kChunk);
+    cp_async_wait<Kt::kPrefetch>();
+    __syncwarp();  // every lane's copies of this chunk are in
+    const T* const slot = sh.slots[((c0 - c_first) / kChunk) % Kt::kSlots];
+    Pack cur[kNVecs];
+#pragma unroll
+    for (int j = 0; j < kNVecs; ++j) cur[j].v = reinterpret_cast<const Vec*>(slot)[j * 32 + lane];
+#pragma unroll
+    for (int j = 0; j < kNVecs; ++j) {
+      float w[kHalo];
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i) {
+        const float r = __shfl_sync(kFull, to_float(cur[j].e[kVec - kHalo + i]), (lane + 31) & 31);
+        w[i] = lane == 0 ? carry[i] : r;
+        carry[i] = r;  // lane 0's halo of the next access is lane 31's tail of this one
+      }
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        const float x = to_float(cur[j].e[i]);
+        cur[j].e[i] = from_float<T>(conv_point<T>(taps, first, w[0], w[1], w[2], x, silu));
+        w[0] = w[1];
+        w[1] = w[2];
+        w[2] = x;
+      }
+    }
+
+    // ---- store, repair and finish sequences, one table window at a time
+    cover(c0, c1);
+    for (int64_t w0 = c0;;) {
+      const int64_t w1 = max(w0 + 1, min(c1, table_end()));
+      const int k0 = __popc(__ballot_sync(kFull, lane < n && mine.end <= c0));
+      const int k1 = __popc(__ballot_sync(kFull, lane < n && mine.end <= c1 - 1));
+      const int32_t start0 = __shfl_sync(kFull, mine.start, k0 & 31);
+      const uint32_t span = k1 < 31 ? (2u << k1) - (1u << k0) : ~0u << k0;
+      const bool whole = w0 == c0 && w1 == c1 && k1 < n && start0 <= c0 && (dead & span) == 0;
+#pragma unroll
+      for (int j = 0; j < kNVecs; ++j) {
+        const int64_t t0 = c0 + static_cast<int64_t>(j * 32 + lane) * kVec;
+        if (whole) {
+          *reinterpret_cast<Vec*>(row + t0) = cur[j].v;
+          continue;
+        }
+        // Tokens of this window inside a live sequence of the table.
+        if (t0 + kVec <= w0 || t0 >= w1) continue;
+        int k = 0;
+        while (k < n && sh.start[k + 1] <= t0) ++k;
+        uint32_t bits = 0;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          const int64_t t = t0 + i;
+          while (k < n && sh.start[k + 1] <= t) ++k;
+          if (t >= w0 && t < w1 && k < n && t >= sh.start[k] && sh.line[k] >= 0) bits |= 1u << i;
+        }
+        if (bits == (1u << kVec) - 1) {
+          *reinterpret_cast<Vec*>(row + t0) = cur[j].v;
+        } else {
+#pragma unroll
+          for (int i = 0; i < kVec; ++i)
+            if ((bits >> i) & 1u) row[t0 + i] = cur[j].e[i];
+        }
+      }
+      __syncwarp();  // the raw outputs are stored before the repairs overwrite them
+
+      // Repairs: tokens start, start+1, start+2 of every live sequence starting in this window
+      // (the first window also takes starts up to two tokens before the chunk).
+      const int64_t lo = w0 == c0 ? c0 - (kHalo - 1) : w0;
+      const uint32_t starting = __ballot_sync(
+          kFull, lane < n && mine.line >= 0 && mine.start < mine.end && mine.start >= lo && mine.start < w1);
+      const int jobs = kHalo * __popc(starting);
+      for (int job0 = 0; job0 < jobs; job0 += 32) {
+        const int job = job0 + lane;
+        if (job >= jobs) continue;
+        const int k = __fns(starting, 0, job / kHalo + 1);
+        const TableEntryRef s = entry(k);
+        const int64_t t = s.start + job % kHalo;
+        if (t < c0 || t >= c1 || t >= s.end) continue;
+        const float v = conv_point<T>(taps, first, first <= 0 ? e_value(s, t - 3) : 0.f,
+                                      first <= 1 ? e_value(s, t - 2) : 0.f,
+                                      first <= 2 ? e_value(s, t - 1) : 0.f, ring_at(t), silu);
+        row[t] = from_float<T>(v);
+      }
+      __syncwarp();  // priors are read before any new state of this window is written
+
+      // New states of the table sequences whose last token (an empty one: its position) lies
+      // in this window: new s[j] = e[L + j], ascending j reads old entries before overwriting.
+      {
+        const int64_t trig = mine.end > mine.start ? mine.end - 1 : mine.start;
+        if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1) {
+          const int64_t len = mine.end - mine.start;
+          if (!(len == 0 && mine.init)) {
+            for (int32_t j = 0; j < st.len; ++j) {
+              const int64_t i = len + j;
+              float v;
+              if (i < st.len)
+                v = mine.init ? load_float(st.data, state_offset(st, mine.line, d, i), st.dtype) : 0.f;
+              else
+                v = ring_at(mine.start + i - st.len);
+              store_float(st.data, state_offset(st, mine.line, d, j), st.dtype, v);
+            }
+          }
+        }
+      }
+      if (w1 >= c1) break;
+      w0 = w1;
+      cover(w0, c1);
+    }
+  }
+  cp_async_wait<0>();  // no copy may outlive the kernel's shared memory
+
+  allow_next_grid();
+  // Empty sequences at the end of the walk (or every sequence, when there were no tokens):
+  // their new state is the prior, or zeros.
+  if (p.batch > 0 && seq_offset(p, p.batch - 1) >= c0) {
+    for (int32_t b = p.batch - 1 - lane; b >= 0; b -= 32) {
+      const bool here = seq_offset(p, b) >= c0;
+      if (!here) break;
+      const int64_t line = state_line(p.cache_indices, b, st, p.conv, d == 0);
+      if (line < 0 || has_initial_state(p, b)) continue;
+      for (int32_t j = 0; j < st.len; ++j) store_float(st.data, state_offset(st, line, d, j), st.dtype, 0.f);
+    }
+  }
+}
+
+template <typename T>
+using WalkerTraitsFor = TimeWalkerTraits<T, 4, 3>;
+
+template <typename T>
+static cudaError_t launch_walker(const VarlenParams& p, const LaunchOptions& o, cudaStream_t stream) {
+  using Kt = WalkerTraitsFor<T>;
+  const int64_t blocks = (p.dim + Kt::kNWarps - 1) / Kt::kNWarps;
+  return launch_kernel(varlen_time_walker_kernel<Kt>, dim3(static_cast<unsigned>(blocks)),
+                       dim3(Kt::kNThreads), 0, stream, o.pdl, p);
+}
+
+int preload_time_walker() {
+  cudaFuncAttributes a;
+  int err = cudaFuncGetAttributes(&a, varlen_time_walker_kernel<WalkerTraitsFor<float>>);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, varlen_time_walker_kernel<WalkerTraitsFor<__half>>);
+  if (err == cudaSuccess)
+    err = cudaFuncGetAttributes(&a, varlen_time_walker_kernel<WalkerTraitsFor<__nv_bfloat16>>);
+  return err;
+}
+
+int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case kF32:
+      return launch_walker<float>(p, o, s);
+    case kF16:
+      return launch_walker<__half>(p, o, s);
+    default:
+      return launch_walker<__nv_bfloat16>(p, o, s);
+  }
+}
+
+}  // namespace deltakern::native
