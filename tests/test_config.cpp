@@ -167,6 +167,7 @@ BOOST_AUTO_TEST_CASE(the_shipped_config_parses_to_the_documented_defaults) {
   BOOST_TEST(rt.preference(DK_OP_CAUSAL_CONV1D_VARLEN) == expected, boost::test_tools::per_element());
   BOOST_TEST(rt.preference(DK_OP_CAUSAL_CONV1D_UPDATE) == expected, boost::test_tools::per_element());
   BOOST_TEST(!rt.forced_backend().has_value());
+  BOOST_TEST(!rt.strict());
 }
 
 BOOST_AUTO_TEST_CASE(a_valid_config_sets_order_and_per_op_overrides) {
