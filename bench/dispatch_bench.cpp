@@ -89,8 +89,20 @@ void BM_DispatchOverhead(benchmark::State& state) {
   state.counters["ratio"] = dispatch_s / direct_s;
 }
 
+// The same call served as a fallback: the built-in order [native, portable] on the CPU,
+// where native cannot serve, so every call also adds one to its fallback counter.
+void BM_UpdateThroughDispatcherFallback(benchmark::State& state) {
+  SmallUpdate u;
+  static Runtime runtime(RuntimeOptions{.read_environment = false});
+  const auto args = u.args();
+  for (auto _ : state) Tensor result = runtime.causal_conv1d_update(args);
+  const auto counts = runtime.fallback_counts();
+  state.counters["fallbacks_counted"] = counts.empty() ? 0.0 : double(counts.front().count);
+}
+
 BENCHMARK(BM_UpdateDirectEntry);
 BENCHMARK(BM_UpdateThroughDispatcher);
+BENCHMARK(BM_UpdateThroughDispatcherFallback);
 BENCHMARK(BM_DispatchOverhead)->Iterations(50);
 
 }  // namespace

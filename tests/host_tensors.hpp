@@ -77,6 +77,8 @@ struct VarlenCall {
   std::optional<HostTensor> x, weight, bias, states, qsl, indices, initial;
   std::optional<int64_t> max_seq_len = 6;
   std::optional<bool> validate;
+  Activation activation = Activation::silu;
+  int64_t pad_slot_id = -1;
 
   explicit VarlenCall(DLDataType dt = kF32) : dtype(dt) {
     x.emplace(dt, std::vector<int64_t>{D, T});
@@ -106,7 +108,8 @@ struct VarlenCall {
     a.query_start_loc = qsl ? qsl->dl() : nullptr;
     a.cache_indices = indices ? indices->dl() : nullptr;
     a.has_initial_state = initial ? initial->dl() : nullptr;
-    a.activation = Activation::silu;
+    a.activation = activation;
+    a.pad_slot_id = pad_slot_id;
     a.max_seq_len = max_seq_len;
     a.validate = validate;
     return a;
@@ -124,6 +127,8 @@ struct UpdateCall {
   static constexpr int64_t B = 3, D = 8, W = 4, S = 3, lines = 5;
   std::optional<HostTensor> x, states, weight, bias, indices, seqlens;
   std::optional<bool> validate;
+  Activation activation = Activation::none;
+  int64_t pad_slot_id = -1;
 
   UpdateCall() {
     x.emplace(kF32, std::vector<int64_t>{B, D});
@@ -145,6 +150,8 @@ struct UpdateCall {
     a.bias = bias ? bias->dl() : nullptr;
     a.conv_state_indices = indices ? indices->dl() : nullptr;
     a.cache_seqlens = seqlens ? seqlens->dl() : nullptr;
+    a.activation = activation;
+    a.pad_slot_id = pad_slot_id;
     a.validate = validate;
     return a;
   }

@@ -2,7 +2,8 @@
 // (conv dim 8192, width 4, bf16, silu): one mixed varlen prefill batch, then decode steps,
 // on whichever backend the configuration selects. It checks sampled outputs against a
 // float64 evaluation of the definition, and reports the backend per op, the host syncs,
-// time, and bandwidth as a fraction of a memcpy of the same bytes measured in the run.
+// time, bandwidth as a fraction of a memcpy of the same bytes measured in the run, and the
+// calls that fell back from their op's first choice.
 #include "commands.hpp"
 
 #include <deltakern/runtime.hpp>
@@ -253,6 +254,11 @@ void run_demo(int decode_steps, uint64_t seed) {
              decode_steps, decode_steps ? decode_s * 1e6 / decode_steps : 0.0, decode_syncs);
   fmt::print("  check:   {} sampled outputs vs float64, worst relative error {:.2e}: {}\n", checked, worst,
              ok ? "ok" : "MISMATCH");
+  const std::vector<FallbackCount> fallbacks = runtime.fallback_counts();
+  if (fallbacks.empty()) fmt::print("  fallbacks: none (every call served by its first choice)\n");
+  for (const auto& f : fallbacks)
+    fmt::print("  fallback: {} calls of {} served by {} in place of {}: {}\n", f.count, f.op, f.backend,
+               f.first_choice, f.reason);
   if (!ok) throw Error(ErrorCode::internal, "demo: sampled outputs disagree with the reference");
 }
 

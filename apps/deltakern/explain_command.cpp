@@ -1,5 +1,6 @@
 // `deltakern explain OP`: which backend would serve a call of this shape, and why each
-// other one would not.
+// other one would not; whether that is a fallback from the first choice (counted per call
+// in Runtime::fallback_counts()) and whether strict dispatch would refuse it.
 #include "commands.hpp"
 #include "dl_names.hpp"
 
@@ -49,7 +50,11 @@ void add_explain_command(CLI::App& app) {
                dtype_name(sig.dtype), dtype_name(sig.weight_dtype), dtype_name(sig.state_dtype), sig.width,
                to_string(sig.layout));
     fmt::print("{}\n", decision.describe());
-    if (!decision.backend) throw Error(ErrorCode::unsupported, "no backend can serve this call");
+    fmt::print("strict dispatch: {}\n",
+               runtime.strict() ? "on (a fallback is an error)" : "off (a fallback is counted)");
+    if (!decision.backend)
+      throw Error(ErrorCode::unsupported, decision.fallback_from ? "strict dispatch refuses the fallback"
+                                                                 : "no backend can serve this call");
   });
 }
 

@@ -77,6 +77,7 @@ void print_text(const Runtime& runtime) {
   for (const std::string op : {"causal_conv1d_varlen", "causal_conv1d_update"})
     fmt::print("preference for {}: {}\n", op, fmt::join(runtime.preference(op), " > "));
   if (const auto forced = runtime.forced_backend()) fmt::print("forced backend: {}\n", *forced);
+  fmt::print("strict dispatch: {}\n", runtime.strict() ? "on" : "off");
 }
 
 nlohmann::json to_json(const Runtime& runtime) {
@@ -114,6 +115,7 @@ nlohmann::json to_json(const Runtime& runtime) {
     out["plugins"].push_back(std::move(j));
   }
   out["forced_backend"] = runtime.forced_backend() ? json(*runtime.forced_backend()) : json(nullptr);
+  out["strict"] = runtime.strict();
   return out;
 }
 

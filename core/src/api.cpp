@@ -15,6 +15,10 @@ Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
 
 void check_errors(DLDevice device, void* stream) { Runtime::global().check_errors(device, stream); }
 
+std::vector<FallbackCount> fallback_counts() { return Runtime::global().fallback_counts(); }
+
+void reset_fallback_counts() { Runtime::global().reset_fallback_counts(); }
+
 Activation activation_from_string(std::string_view name) {
   if (name == "none") return Activation::none;
   if (name == "silu" || name == "swish") return Activation::silu;

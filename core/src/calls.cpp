@@ -102,6 +102,8 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
     refuse(decision);
   if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_varlen))) [[unlikely]]
     detail::check_varlen_contents(args, geometry);
+  if (decision.fallback_count != nullptr) [[unlikely]]
+    decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
   return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
 }
 
@@ -135,6 +137,8 @@ Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
     refuse(decision);
   if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_update))) [[unlikely]]
     detail::check_update_contents(args, geometry);
+  if (decision.fallback_count != nullptr) [[unlikely]]
+    decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
   return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
 }
 

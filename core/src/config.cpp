@@ -125,10 +125,32 @@ class Reader {
       const fs::path base = config_.file.parent_path();
       config_.search_paths.clear();
       for (const auto& [path, line] : strings(node, "plugins.search_paths")) {
-        const fs::path p(path);
-        config_.search_paths.push_back(p.is_absolute() ? p : base / p);
+        const std::string key = fmt::format("plugins.search_paths[{}]", config_.search_paths.size());
+        config_.search_paths.push_back(search_path(path, line, key, base));
       }
     }
+  }
+
+  // Like PATH, a directory that does not exist is skipped (one config serves machines with
+  // and without an optional plugin directory), with a warning so that a typo is seen. An
+  // empty entry, or one that exists but is no directory, is a mistake: an error.
+  fs::path search_path(const std::string& entry, uint32_t line, const std::string& key,
+                       const fs::path& base) {
+    if (entry.empty())
+      config_error(fmt::format("{}:{}: {}: expected a directory, got an empty string", file_, line, key));
+    const fs::path path = fs::path(entry).is_absolute() ? fs::path(entry) : base / entry;
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (status.type() == fs::file_type::not_found)
+      config_.warnings.push_back(fmt::format("{}:{}: {}: directory {} does not exist; not searched", file_,
+                                             line, key, path.string()));
+    else if (ec)
+      config_error(fmt::format("{}:{}: {}: expected a directory, got {}: {}", file_, line, key, path.string(),
+                               ec.message()));
+    else if (status.type() != fs::file_type::directory)
+      config_error(fmt::format("{}:{}: {}: expected a directory, got {}, which is not one", file_, line, key,
+                               path.string()));
+    return path;
   }
 
   void dispatch(const toml::table& t) {
@@ -137,11 +159,18 @@ class Reader {
         config_.order = backend_order(node, "dispatch.order");
       else if (key == "validate")
         config_.validate = boolean(node, "dispatch.validate");
+      else if (key == "strict")
+        set_strict(boolean(node, "dispatch.strict"), "dispatch.strict");
       else if (key == "ops")
         ops(table(node, "dispatch.ops"));
       else
         unknown_key(key, "dispatch." + std::string(key.str()));
     }
+  }
+
+  void set_strict(bool strict, std::string source) {
+    config_.strict = strict;
+    config_.strict_source = strict ? std::move(source) : std::string();
   }
 
   void ops(const toml::table& t) {
@@ -229,6 +258,14 @@ Config load_config(const RuntimeOptions& options) {
     Reader(config).read(root);
   }
   if (options.read_environment) {
+    // Wins over dispatch.strict either way, so a deployment can turn it off for one run.
+    if (const char* env = std::getenv("DELTAKERN_STRICT"); env != nullptr && *env != '\0') {
+      const std::string_view value(env);
+      if (value != "0" && value != "1")
+        config_error(fmt::format("DELTAKERN_STRICT: expected 0 or 1, got '{}'", value));
+      config.strict = value == "1";
+      config.strict_source = config.strict ? "DELTAKERN_STRICT=1" : "";
+    }
     if (const char* env = std::getenv("DELTAKERN_LOG_LEVEL"); env != nullptr && *env != '\0') {
       const auto level = parse_log_level(env);
       if (!level)

@@ -34,8 +34,14 @@ struct Config {
   std::vector<std::filesystem::path> search_paths;  // absolute, or relative to the file's directory
   BackendOrder order{{"native", "portable"}, {0, 0}, "dispatch.order", false};
   bool validate = false;
+  // A call the op's first choice cannot serve is an error, not a fallback. strict_source
+  // says who set it, for the messages: "dispatch.strict" or "DELTAKERN_STRICT=1".
+  bool strict = false;
+  std::string strict_source;
   std::array<OpConfig, kOpCount> ops;
   spdlog::level::level_enum log_level = spdlog::level::warn;
+  // Found while reading, logged by the Runtime once log_level is in force.
+  std::vector<std::string> warnings;
 
   const BackendOrder& order_for(OpId op) const {
     const auto& per_op = ops[index_of(op)].order;
@@ -45,7 +51,8 @@ struct Config {
 };
 
 // Reads $DELTAKERN_CONFIG, else options.config_file, else the installed default, else uses
-// the built-in defaults; applies $DELTAKERN_LOG_LEVEL. Throws Error(ErrorCode::config).
+// the built-in defaults; applies $DELTAKERN_STRICT (0 or 1, over dispatch.strict) and
+// $DELTAKERN_LOG_LEVEL. Throws Error(ErrorCode::config).
 Config load_config(const RuntimeOptions& options);
 
 // Backend names are known only after discovery: each must be a discovered plugin's or one

@@ -63,6 +63,8 @@ struct CachedDecision {
   void* instance = nullptr;
   const char* backend = nullptr;  // the backend's name, owned by the Runtime
   std::string refusal;
+  // Set when `backend` is not the op's first choice: the call adds one (relaxed).
+  std::atomic<uint64_t>* fallback_count = nullptr;
 };
 
 // A decision a thread found in a cache. Cache ids start at 1 and are never reused, so a memo

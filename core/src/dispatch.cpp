@@ -2,7 +2,9 @@
 // backend alone (never a silent fallback), else the op's preference order from the config.
 // The first candidate that is loaded, declares the op, the device (available here, with a
 // high-enough compute capability), x's dtype, the width and the layout, and whose
-// supports() accepts the call, serves it. Every other backend gets its reason.
+// supports() accepts the call, serves it. Every other backend gets its reason. When that is
+// not the first candidate, the decision is a fallback: counted per call, or with strict
+// dispatch an error (a forced backend is the only candidate, so it never falls back).
 #include "dispatch.hpp"
 
 #include "cuda_services.hpp"
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 namespace deltakern::detail {
 namespace {
@@ -119,6 +122,23 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
     const BackendOrder& order = config.order_for(s.op);
     d.why = fmt::format("nothing in {} [{}] can serve the call", order.key, fmt::join(order.names, ", "));
   }
+  d.strict = config.strict && !forced;
+  if (d.backend && *d.backend != candidates.front()) {
+    d.fallback_from = d.passed_over.front();  // candidates are tried in order: the first failed first
+    if (d.strict) {
+      const BackendOrder& order = config.order_for(s.op);
+      const auto served = std::find(candidates.begin(), candidates.end(), *d.backend) - candidates.begin();
+      d.passed_over.insert(
+          d.passed_over.begin() + served,
+          {*d.backend,
+           fmt::format("would serve as a fallback, refused by strict dispatch ({})", config.strict_source)});
+      d.why = fmt::format("strict dispatch ({}): only the first choice in {} [{}] may serve the call",
+                          config.strict_source, order.key, fmt::join(order.names, ", "));
+      choice.refused_fallback = *std::exchange(d.backend, std::nullopt);
+      choice.backend = nullptr;
+      choice.op = nullptr;
+    }
+  }
   for (const auto& backend : plugins.backends)
     if (std::find(candidates.begin(), candidates.end(), backend->name) == candidates.end())
       d.passed_over.push_back({backend->name, unlisted});
@@ -130,8 +150,16 @@ std::string summary(const SignatureFields& s) {
                      to_string(s.layout));
 }
 
-std::string refusal(const SignatureFields& s, const Decision& decision,
+std::string refusal(const SignatureFields& s, const Choice& choice, const Config& config,
                     const std::optional<ForcedBackend>& forced) {
+  const Decision& decision = choice.decision;
+  if (!choice.refused_fallback.empty()) {
+    return fmt::format(
+        "{}: strict dispatch ({}): first choice '{}' in {} cannot serve this call ({}): {}; '{}' would "
+        "serve it as a fallback",
+        op_name(s.op), config.strict_source, decision.fallback_from->backend, config.order_for(s.op).key,
+        summary(s), decision.fallback_from->reason, choice.refused_fallback);
+  }
   if (forced) {
     const std::string reason =
         decision.passed_over.empty() ? std::string("unknown") : decision.passed_over[0].reason;
@@ -144,10 +172,22 @@ std::string refusal(const SignatureFields& s, const Decision& decision,
                      fmt::join(reasons, "; "));
 }
 
+std::string fallback_warning(const SignatureFields& s, const Decision& decision, const Config& config) {
+  return fmt::format(
+      "{}: '{}' serves calls ({}) in place of first choice '{}' in {}: {}; each such call is counted "
+      "(Runtime::fallback_counts()), dispatch.strict = true makes it an error",
+      op_name(s.op), *decision.backend, summary(s), decision.fallback_from->backend,
+      config.order_for(s.op).key, decision.fallback_from->reason);
+}
+
 }  // namespace deltakern::detail
 
 std::string deltakern::Decision::describe() const {
   std::string text = fmt::format("backend: {}\nwhy: {}\n", backend ? *backend : std::string("none"), why);
+  if (fallback_from && backend)
+    text += fmt::format(
+        "fallback: from first choice '{}' ({}); counted per call, an error under strict dispatch\n",
+        fallback_from->backend, fallback_from->reason);
   if (passed_over.empty()) return text + "passed over: none";
   text += "passed over:";
   for (const auto& p : passed_over) text += fmt::format("\n  {}: {}", p.backend, p.reason);

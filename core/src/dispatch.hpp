@@ -21,6 +21,7 @@ struct Choice {
   Decision decision;
   const Backend* backend = nullptr;  // null: nobody can serve the call
   const dk_op* op = nullptr;
+  std::string refused_fallback;  // strict mode: the backend that could have served instead
 };
 
 // `call` is what the chosen backend's supports() sees: the real call, or placeholders that
@@ -32,7 +33,11 @@ Choice decide(const SignatureFields& signature, const dk_call& call, const Plugi
 std::string summary(const SignatureFields& signature);
 
 // Why a call of this signature is refused, for the Error it throws.
-std::string refusal(const SignatureFields& signature, const Decision& decision,
+std::string refusal(const SignatureFields& signature, const Choice& choice, const Config& config,
                     const std::optional<ForcedBackend>& forced);
+
+// The warning logged once when a new kind of fallback is first seen.
+std::string fallback_warning(const SignatureFields& signature, const Decision& decision,
+                             const Config& config);
 
 }  // namespace deltakern::detail

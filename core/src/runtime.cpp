@@ -55,6 +55,7 @@ Runtime::Impl::Impl(RuntimeOptions runtime_options)
       config(detail::load_config(options)),
       forced(forced_backend_of(options)) {
   detail::logger().set_level(config.log_level);
+  for (const auto& warning : config.warnings) detail::logger().warn("{}", warning);
   search_path = detail::plugin_search_dirs(options, config);
   plugins = detail::discover_plugins(options.plugin_files, search_path, host);
   std::vector<std::string> names;
@@ -71,8 +72,12 @@ const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::Sign
     entry.op = choice.op;
     entry.instance = choice.backend->instance;
     entry.backend = choice.backend->name.c_str();
+    if (const auto& first = choice.decision.fallback_from)
+      entry.fallback_count =
+          fallbacks.counter(signature.op, choice.backend->name, first->backend, first->reason,
+                            detail::fallback_warning(signature, choice.decision, config));
   } else {
-    entry.refusal = detail::refusal(signature, choice.decision, forced);
+    entry.refusal = detail::refusal(signature, choice, config, forced);
   }
   const auto [kept, inserted] = decisions.insert(detail::key_of(signature), std::move(entry));
   if (inserted)
@@ -116,6 +121,12 @@ std::optional<std::string> Runtime::forced_backend() const {
   if (!impl_->forced) return std::nullopt;
   return impl_->forced->name;
 }
+
+bool Runtime::strict() const { return impl_->config.strict; }
+
+std::vector<FallbackCount> Runtime::fallback_counts() const { return impl_->fallbacks.counts(); }
+
+void Runtime::reset_fallback_counts() { impl_->fallbacks.reset(); }
 
 std::filesystem::path Runtime::config_file() const { return impl_->config.file; }
 

@@ -6,6 +6,7 @@
 #include "decision_cache.hpp"
 #include "discovery.hpp"
 #include "dispatch.hpp"
+#include "fallback_counters.hpp"
 #include "host_services.hpp"
 
 #include <deltakern/runtime.hpp>
@@ -34,6 +35,7 @@ struct Runtime::Impl {
   std::vector<std::filesystem::path> search_path;
   detail::HostServices host;
   detail::Plugins plugins;
+  detail::FallbackCounters fallbacks;  // before `decisions`, which points into it
   detail::DecisionCache decisions;
 };
 

@@ -70,24 +70,45 @@ class Checker {
       reject(name, "expected a shape, got none");
     View v;
     v.t = &t;
-    int64_t compact_stride = 1, signs = 0, elements = 1, highest = 0;
+    // Sizes and strides come from other people's code: every product is checked, so a
+    // hostile shape is rejected instead of wrapping into a small, wrong byte range.
+    int64_t compact_stride = 1, signs = 0, highest = 0;
+    bool empty = false, overflow = false;
     for (int d = Rank - 1; d >= 0; --d) {
       const int64_t size = t.shape[d];
       const int64_t stride = t.strides != nullptr ? t.strides[d] : compact_stride;
-      compact_stride *= size;
+      if (t.strides == nullptr) overflow |= __builtin_mul_overflow(compact_stride, size, &compact_stride);
       v.shape[d] = size;
       v.stride[d] = stride;
       signs |= size | stride;
-      elements *= size;
-      highest += (size - 1) * stride;
+      empty |= size == 0;
+      int64_t reach = 0;
+      overflow |= __builtin_mul_overflow(size - 1, stride, &reach);
+      overflow |= __builtin_add_overflow(highest, reach, &highest);
     }
     if (signs < 0) [[unlikely]]
       negative(name, t);
-    if (elements > 0) {
+    if (!empty) {
+      const auto element = static_cast<int64_t>(element_bytes(t.dtype));
+      int64_t bytes = 0;
+      overflow |= __builtin_add_overflow(highest, 1, &bytes);
+      overflow |= __builtin_mul_overflow(bytes, element, &bytes);
+      const uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+      overflow |= base + static_cast<uintptr_t>(bytes) < base;
+      if (overflow) [[unlikely]]
+        reject(
+            name,
+            "expected a shape and strides whose extent fits the address space, got shape {} with strides {}",
+            shape_text(t), strides_text(t));
       if (t.data == nullptr) [[unlikely]]
         reject(name, "expected data, got a null pointer");
-      const uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
-      v.range = {base, base + static_cast<uintptr_t>(highest + 1) * element_bytes(t.dtype)};
+      // A kernel loads whole elements; a misaligned one faults on a GPU.
+      if (base % static_cast<uintptr_t>(element) != 0) [[unlikely]]
+        reject(
+            name,
+            "expected data aligned to its {}-byte elements ({}), got address 0x{:x} (data + byte_offset {})",
+            element, dtype_name(t.dtype), base, t.byte_offset);
+      v.range = {base, base + static_cast<uintptr_t>(bytes)};
     }
     return v;
   }
@@ -114,13 +135,19 @@ class Checker {
   void float_x(const DLTensor& x) const {
     if (!is_float_type(x.dtype)) [[unlikely]]
       reject("x", "expected dtype float32, float16 or bfloat16, got {}", dtype_name(x.dtype));
+    if (x.device.device_id < 0) [[unlikely]]
+      reject("x", "expected a device id >= 0, got {}", device_name(x.device));
   }
 
   // An index or mask tensor: (entries) of `dtype`, on x's device, contiguous. entries < 0:
   // any length.
   [[gnu::always_inline]] View index(const char* name, const DLTensor* t, DLDataType dtype, int64_t entries,
                                     const DLTensor& x, const char* dims) const {
-    View v = tensor<1>(name, t, dims);
+    if (t == nullptr) [[unlikely]]
+      reject(name, "expected a tensor, got none");
+    if (t->ndim != 1) [[unlikely]]
+      reject(name, "expected 1 dimension {}, got {}", fmt::format(fmt::runtime(dims), entries), t->ndim);
+    View v = read<1>(name, *t);
     on_device_of_x(name, *t, x);
     if (!same_dtype(t->dtype, dtype)) [[unlikely]]
       reject(name, "expected dtype {}, got {}", dtype_name(dtype), dtype_name(t->dtype));
@@ -196,7 +223,8 @@ class Checker {
            channel_dim + 1, channel_dim, channel_dim + 1, dim, strides_text(x));
   }
 
-  // x may be written in place, so no two of its elements may share memory. A sufficient
+  // x may be written in place and the states are, so no two of their elements may share
+  // memory (a broadcast stride of 0 is the usual way to get that wrong). A sufficient
   // test: in order of stride, each stride reaches past the extent of the dimensions below.
   [[gnu::always_inline]] void no_self_overlap(const char* name, const View& v) const {
     if (v.range.empty()) return;
@@ -305,6 +333,7 @@ VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& a) {
   const View states = check.states("conv_states", a.conv_states, *a.x, g.dim, g.width);
   g.lines = states.shape[0];
   g.state_len = states.shape[2];
+  check.no_self_overlap("conv_states", states);
 
   const View offsets = check.index("query_start_loc", a.query_start_loc, kInt32, -1, *a.x, "(batch+1)");
   if (offsets.shape[0] < 1) [[unlikely]]
@@ -356,6 +385,7 @@ UpdateGeometry check_update_arguments(const CausalConv1dUpdateArgs& a) {
   const View state = check.states("conv_state", a.conv_state, *a.x, g.dim, g.width);
   g.lines = state.shape[0];
   g.state_len = state.shape[2];
+  check.no_self_overlap("conv_state", state);
 
   View indices, seqlens;
   if (a.conv_state_indices != nullptr)

@@ -111,6 +111,22 @@ struct CausalConv1dUpdateArgs {
 [[nodiscard]] Tensor causal_conv1d_varlen(const CausalConv1dVarlenArgs& args);
 [[nodiscard]] Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args);
 
+// Calls served by a backend other than the op's configured first choice (the first name of
+// its preference list) since the runtime was built or its counts were last reset. One entry
+// per (op, serving backend, first choice, reason); plain data, for a binding to return.
+// With dispatch.strict (or DELTAKERN_STRICT=1) such calls are errors instead, and none is
+// counted.
+struct FallbackCount {
+  std::string op;
+  std::string backend;       // served the calls
+  std::string first_choice;  // was passed over
+  std::string reason;        // why the first choice could not serve them
+  uint64_t count = 0;        // calls, each counted when it is handed to `backend`
+};
+// The global runtime's counts, entries with count 0 left out; and setting them all to 0.
+std::vector<FallbackCount> fallback_counts();
+void reset_fallback_counts();
+
 // Host-side metadata of a varlen batch. Engines know the lengths on the host; building
 // query_start_loc and max_seq_len here is what makes the prefill sync-free.
 struct VarlenMetadata {

@@ -17,7 +17,8 @@
 namespace deltakern {
 
 struct RuntimeOptions {
-  // Read DELTAKERN_CONFIG, DELTAKERN_PLUGIN_PATH and DELTAKERN_BACKEND.
+  // Read DELTAKERN_CONFIG, DELTAKERN_PLUGIN_PATH, DELTAKERN_BACKEND, DELTAKERN_STRICT and
+  // DELTAKERN_LOG_LEVEL.
   bool read_environment = true;
   // A config file (used when DELTAKERN_CONFIG is unset); none: the built-in defaults.
   std::optional<std::filesystem::path> config_file;
@@ -91,7 +92,12 @@ struct Decision {
     std::string reason;
   };
   std::vector<PassedOver> passed_over;  // in preference order
-  std::string describe() const;         // a readable multi-line explanation
+  // The configured first choice and why it cannot serve, when another backend serves (a
+  // fallback, counted per call) or, in strict mode, would have served (then `backend` is
+  // none and the call is refused).
+  std::optional<PassedOver> fallback_from;
+  bool strict = false;           // dispatch was strict when this decision was made
+  std::string describe() const;  // a readable multi-line explanation
 };
 
 // A backend's op entry, bound to its plugin instance: what the dispatcher calls.
@@ -127,11 +133,17 @@ class Runtime {
   const PluginInfo* plugin(std::string_view name) const;           // loaded plugins only
   std::vector<std::string> preference(std::string_view op) const;  // config order for op
   std::optional<std::string> forced_backend() const;
+  // Strict dispatch: a call its op's first choice cannot serve is an error, not a fallback.
+  bool strict() const;
   std::filesystem::path config_file() const;  // empty: built-in defaults
   std::vector<std::filesystem::path> search_path() const;
 
   Decision explain(const CallSignature& signature) const;
   BoundOp bound_op(std::string_view backend, std::string_view op) const;  // throws if absent
+
+  // See FallbackCount (deltakern.hpp): counted on every call, a relaxed atomic add.
+  std::vector<FallbackCount> fallback_counts() const;
+  void reset_fallback_counts();
 
   void set_allocator(Allocator allocator);
 
