@@ -1,5 +1,6 @@
 // causal_conv1d_varlen: tiling plan, the finish pass, and the device error word.
 #include <algorithm>
+#include <climits>
 
 #include "conv1d_common.cuh"
 #include "launch.h"
@@ -86,7 +87,7 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
   // Time-contiguous with enough rows to fill the GPU (or few tokens per row): one warp walks each
   // row, in place without tiles or scratch. Fewer, longer rows leave too few warps in flight, so
   // those are tiled; a tile override (sweeps, tests of the tiled kernel) also tiles.
-  if (!channel_last && tile_tokens == 0 && (D >= 8 * sms || T <= 2048)) {
+  if (!channel_last && tile_tokens == 0 && (D >= 8 * sms || T <= 2048) && T <= INT32_MAX - 65536) {
     plan.row_walker = true;
     plan.tile_len = std::max<int64_t>(T, 1);
     return plan;

@@ -84,13 +84,17 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   const int first = kMaxWidth - p.conv.width;
   const bool silu = p.conv.silu;
 
-  const int64_t t_start = seq_offset(p, 0);
-  const int64_t t_stop = max(t_start, seq_offset(p, p.batch));
+  // Token positions are 32-bit (query_start_loc is int32; plan_varlen keeps T below 2^31 - 2^16).
+  const int32_t t_start = static_cast<int32_t>(seq_offset(p, 0));
+  const int32_t t_stop = max(t_start, static_cast<int32_t>(seq_offset(p, p.batch)));
   // Chunks start on 16-byte boundaries of this row, so the walk may begin a few tokens early.
-  const int64_t row_misalign = static_cast<int64_t>((reinterpret_cast<uintptr_t>(row) / sizeof(T)) % kVec);
-  const int64_t c_first = t_start - (row_misalign + t_start) % kVec;
-  auto ring_at = [&](int64_t u) -> float {
-    const int64_t i = u - c_first;
+  const int32_t row_misalign = static_cast<int32_t>((reinterpret_cast<uintptr_t>(row) / sizeof(T)) % kVec);
+  const int32_t c_first = t_start - (row_misalign + t_start) % kVec;
+  auto slot_of = [&](int32_t c) {
+    return sh.slots[(static_cast<uint32_t>(c - c_first) / kChunk) % Kt::kSlots];
+  };
+  auto ring_at = [&](int32_t u) -> float {
+    const uint32_t i = static_cast<uint32_t>(u - c_first);
     return to_float(sh.slots[(i / kChunk) % Kt::kSlots][i % kChunk]);
   };
 
@@ -125,12 +129,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     __syncwarp();
   };
   // End of the tokens the table describes (everything, once it holds the last sequence).
-  auto table_end = [&]() -> int64_t {
-    return tb + n >= p.batch ? INT64_MAX : static_cast<int64_t>(__shfl_sync(kFull, mine.end, (n - 1) & 31));
+  auto table_end = [&]() -> int32_t {
+    return tb + n >= p.batch ? INT32_MAX : __shfl_sync(kFull, mine.end, (n - 1) & 31);
   };
   // Makes the table hold the first sequence with an end >= pos, refilling only when it does not,
   // or when moving the table up would let it reach `until`.
-  auto cover = [&](int64_t pos, int64_t until) {
+  auto cover = [&](int32_t pos, int32_t until) {
     const int k = __popc(__ballot_sync(kFull, lane < n && mine.end < pos));
     if (k < n && (k == 0 || table_end() >= until)) return;
     if (k < n)
@@ -141,19 +145,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   auto entry = [&](int k) { return TableEntryRef{sh.start[k], sh.start[k + 1], sh.prior[k]}; };
 
   // e-value of position u >= start - 3 of a sequence: an original, or its prior (or zero).
-  auto e_value = [&](const TableEntryRef& s, int64_t u) -> float {
+  auto e_value = [&](const TableEntryRef& s, int32_t u) -> float {
     return u >= s.start ? ring_at(u) : s.prior[kHalo + (u - s.start)];
   };
 
   // Starts the copy of the chunk at c into its slot; the edges of the walk are copied element by
   // element (zeros outside), so nothing outside [t_start, t_stop) is read. One commit group per
   // chunk and lane, empty past the end, keeps every lane's group count the same.
-  auto issue_chunk = [&](int64_t c) {
+  auto issue_chunk = [&](int32_t c) {
     if (c < t_stop) {
-      T* const slot = sh.slots[((c - c_first) / kChunk) % Kt::kSlots];
+      T* const slot = slot_of(c);
 #pragma unroll
       for (int j = 0; j < kNVecs; ++j) {
-        const int64_t off = static_cast<int64_t>(j * 32 + lane) * kVec, t0 = c + off;
+        const int32_t off = (j * 32 + lane) * kVec, t0 = c + off;
         if (t0 >= t_start && t0 + kVec <= t_stop) {
           cp_async<16>(slot + off, row + t0);
         } else {
@@ -167,17 +171,20 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   };
 
 #pragma unroll
-  for (int m = 0; m < Kt::kPrefetch; ++m) issue_chunk(c_first + static_cast<int64_t>(m) * kChunk);
+  for (int m = 0; m < Kt::kPrefetch; ++m) issue_chunk(c_first + m * kChunk);
   cover(c_first, c_first + kChunk);      // the table's loads overlap the first copies
   float carry[kHalo] = {0.f, 0.f, 0.f};  // originals of the three tokens before the chunk
-  int64_t c0 = c_first;
+  // Chunks with c0 >= fast_lo and c1 < fast_hi lie inside one live sequence, past its first three
+  // tokens and before its last: their raw outputs are final and nothing else happens there.
+  int32_t fast_lo = INT32_MAX, fast_hi = INT32_MIN;
+  int32_t c0 = c_first;
   for (; c0 < t_stop; c0 += kChunk) {
-    const int64_t c1 = c0 + kChunk;
+    const int32_t c1 = c0 + kChunk;
     __syncwarp();  // the slot of chunk n-2 has no readers left: it takes chunk n+kPrefetch
-    issue_chunk(c0 + static_cast<int64_t>(Kt::kPrefetch) * kChunk);
+    issue_chunk(c0 + Kt::kPrefetch * kChunk);
     cp_async_wait<Kt::kPrefetch>();
     __syncwarp();  // every lane's copies of this chunk are in
-    const T* const slot = sh.slots[((c0 - c_first) / kChunk) % Kt::kSlots];
+    const T* const slot = slot_of(c0);
     Pack cur[kNVecs];
 #pragma unroll
     for (int j = 0; j < kNVecs; ++j) cur[j].v = reinterpret_cast<const Vec*>(slot)[j * 32 + lane];
@@ -200,10 +207,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       }
     }
 
+    if (c0 >= fast_lo && c1 < fast_hi) {
+#pragma unroll
+      for (int j = 0; j < kNVecs; ++j) reinterpret_cast<Vec*>(row + c0)[j * 32 + lane] = cur[j].v;
+      continue;
+    }
+
     // ---- store, repair and finish sequences, one table window at a time
     cover(c0, c1);
-    for (int64_t w0 = c0;;) {
-      const int64_t w1 = max(w0 + 1, min(c1, table_end()));
+    for (int32_t w0 = c0;;) {
+      const int32_t w1 = max(w0 + 1, min(c1, table_end()));
       const int k0 = __popc(__ballot_sync(kFull, lane < n && mine.end <= c0));
       const int k1 = __popc(__ballot_sync(kFull, lane < n && mine.end <= c1 - 1));
       const int32_t start0 = __shfl_sync(kFull, mine.start, k0 & 31);
@@ -211,7 +224,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       const bool whole = w0 == c0 && w1 == c1 && k1 < n && start0 <= c0 && (dead & span) == 0;
 #pragma unroll
       for (int j = 0; j < kNVecs; ++j) {
-        const int64_t t0 = c0 + static_cast<int64_t>(j * 32 + lane) * kVec;
+        const int32_t t0 = c0 + (j * 32 + lane) * kVec;
         if (whole) {
           *reinterpret_cast<Vec*>(row + t0) = cur[j].v;
           continue;
@@ -223,7 +236,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         uint32_t bits = 0;
 #pragma unroll
         for (int i = 0; i < kVec; ++i) {
-          const int64_t t = t0 + i;
+          const int32_t t = t0 + i;
           while (k < n && sh.start[k + 1] <= t) ++k;
           if (t >= w0 && t < w1 && k < n && t >= sh.start[k] && sh.line[k] >= 0) bits |= 1u << i;
         }
@@ -239,7 +252,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
 
       // Repairs: tokens start, start+1, start+2 of every live sequence starting in this window
       // (the first window also takes starts up to two tokens before the chunk).
-      const int64_t lo = w0 == c0 ? c0 - (kHalo - 1) : w0;
+      const int32_t lo = w0 == c0 ? c0 - (kHalo - 1) : w0;
       const uint32_t starting = __ballot_sync(
           kFull, lane < n && mine.line >= 0 && mine.start < mine.end && mine.start >= lo && mine.start < w1);
       const int jobs = kHalo * __popc(starting);
@@ -248,7 +261,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         if (job >= jobs) continue;
         const int k = __fns(starting, 0, job / kHalo + 1);
         const TableEntryRef s = entry(k);
-        const int64_t t = s.start + job % kHalo;
+        const int32_t t = s.start + job % kHalo;
         if (t < c0 || t >= c1 || t >= s.end) continue;
         const float v = conv_point<T>(taps, first, first <= 0 ? e_value(s, t - 3) : 0.f,
                                       first <= 1 ? e_value(s, t - 2) : 0.f,
@@ -260,12 +273,12 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       // New states of the table sequences whose last token (an empty one: its position) lies
       // in this window: new s[j] = e[L + j], ascending j reads old entries before overwriting.
       {
-        const int64_t trig = mine.end > mine.start ? mine.end - 1 : mine.start;
+        const int32_t trig = mine.end > mine.start ? mine.end - 1 : mine.start;
         if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1) {
-          const int64_t len = mine.end - mine.start;
+          const int32_t len = mine.end - mine.start;
           if (!(len == 0 && mine.init)) {
             for (int32_t j = 0; j < st.len; ++j) {
-              const int64_t i = len + j;
+              const int32_t i = len + j;
               float v;
               if (i < st.len)
                 v = mine.init ? load_float(st.data, state_offset(st, mine.line, d, i), st.dtype) : 0.f;
@@ -279,6 +292,14 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       if (w1 >= c1) break;
       w0 = w1;
       cover(w0, c1);
+    }
+    {
+      const int k = __popc(__ballot_sync(kFull, lane < n && mine.end <= c1));
+      const int32_t start = __shfl_sync(kFull, mine.start, k & 31),
+                    end = __shfl_sync(kFull, mine.end, k & 31);
+      const bool live = k < n && __shfl_sync(kFull, mine.line, k & 31) >= 0 && start <= c1;
+      fast_lo = live ? start + kHalo : INT32_MAX;
+      fast_hi = live ? end : INT32_MIN;
     }
   }
   cp_async_wait<0>();  // no copy may outlive the kernel's shared memory
