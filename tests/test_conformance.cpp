@@ -11,6 +11,7 @@
 #include <deltakern/conformance.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -35,9 +36,11 @@ std::string test_name(std::string s) {
 
 bool is_liar(const std::string& backend) { return backend.rfind("liar_", 0) == 0; }
 
-// Runs the whole suite against `backend` and requires every call case of
-// causal_conv1d_varlen to fail, each naming `expected` in its detail.
-void require_caught(const std::string& backend, std::string_view expected) {
+// Runs the whole suite against `backend` and requires every call case of `ops` to fail,
+// each naming its op, its case and `expected` in its detail. The declaration cases must
+// pass: each liar lies about one thing only.
+void require_caught(const std::string& backend, std::vector<std::string_view> expected,
+                    std::vector<std::string> ops = {DK_OP_CAUSAL_CONV1D_VARLEN}) {
   const Runtime discovery(base_options());
   std::vector<conformance::Target> targets;
   for (auto& t : conformance::targets(discovery))
@@ -45,24 +48,41 @@ void require_caught(const std::string& backend, std::string_view expected) {
   BOOST_TEST_REQUIRE(!targets.empty(), backend << " has no target: is the test plugin built?");
   const auto summary = conformance::run(base_options(), targets);
   BOOST_TEST(summary.failed > 0);
-  int varlen_cases = 0;
+  std::map<std::string, int> call_cases;
   for (const auto& r : summary.results) {
-    // A batch of empty sequences has no x to change and no reason to sync.
-    if (r.op != DK_OP_CAUSAL_CONV1D_VARLEN || r.name.rfind("edge/all_empty", 0) == 0) continue;
-    ++varlen_cases;
-    BOOST_TEST_CONTEXT(r.name) {
+    BOOST_TEST_CONTEXT(r.op << " " << r.name) {
+      if (r.op == "contract" && contains(r.name, "/declaration")) BOOST_TEST(r.passed, r.detail);
+      // A batch of empty sequences has no x to change, no element to leave or overrun.
+      if (std::find(ops.begin(), ops.end(), r.op) == ops.end() || r.name.rfind("edge/all_empty", 0) == 0)
+        continue;
+      ++call_cases[r.op];
       BOOST_TEST(!r.passed, "the suite let " << backend << " pass");
-      BOOST_TEST(contains(r.detail, expected), "detail: " << r.detail);
+      BOOST_TEST(contains(r.detail, "[" + r.op + " " + r.name + "] "), "detail: " << r.detail);
+      for (const auto text : expected) BOOST_TEST(contains(r.detail, text), "detail: " << r.detail);
     }
   }
-  BOOST_TEST(varlen_cases > 0);
+  for (const auto& op : ops) BOOST_TEST(call_cases[op] > 0, op);
   const auto first_failure =
       std::find_if(summary.results.begin(), summary.results.end(), [](const auto& r) { return !r.passed; });
   if (first_failure != summary.results.end()) BOOST_TEST_MESSAGE("e.g. " << first_failure->detail);
 }
 
-void liar_mutates_x_is_caught() { require_caught("liar_mutates_x", "x changed"); }
-void liar_undeclared_sync_is_caught() { require_caught("liar_undeclared_sync", "unexpected sync"); }
+const std::vector<std::string> both_ops{DK_OP_CAUSAL_CONV1D_VARLEN, DK_OP_CAUSAL_CONV1D_UPDATE};
+
+void liar_mutates_x_is_caught() { require_caught("liar_mutates_x", {"x changed"}); }
+void liar_undeclared_sync_is_caught() { require_caught("liar_undeclared_sync", {"unexpected sync"}); }
+// One f32 element past the end of the fresh output: the first four bytes of its guard.
+void liar_writes_outside_is_caught() {
+  require_caught("liar_writes_outside", {"wrote outside the output: byte offset 0 after the end"}, both_ops);
+}
+// Passes the NaN-poisoned first call; the second, finitely poisoned, shows the holes: the
+// first differing element, its value and the poison it still holds.
+void liar_leaves_unwritten_is_caught() {
+  require_caught("liar_leaves_unwritten",
+                 {"output of the second call", "differs at [", "expected ", "got 1.5",
+                  "(0x5A5A5A5A: the poison, finite bytes 0x5A, never written)"},
+                 both_ops);
+}
 
 void every_expected_target_is_discovered() {
   const Runtime discovery(base_options());
@@ -105,6 +125,8 @@ bool init_unit_test() {
   auto* liars = BOOST_TEST_SUITE("liars");
   liars->add(BOOST_TEST_CASE(liar_mutates_x_is_caught));
   liars->add(BOOST_TEST_CASE(liar_undeclared_sync_is_caught));
+  liars->add(BOOST_TEST_CASE(liar_writes_outside_is_caught));
+  liars->add(BOOST_TEST_CASE(liar_leaves_unwritten_is_caught));
   master.add(liars);
   try {
     const Runtime discovery(base_options());

@@ -72,7 +72,8 @@ BOOST_AUTO_TEST_CASE(standin_is_loaded_with_the_in_place_contract) {
 
 BOOST_AUTO_TEST_CASE(liars_are_loaded_since_only_running_them_shows_the_lie) {
   const Runtime rt(base_options());
-  for (const char* name : {"liar_mutates_x", "liar_undeclared_sync"}) {
+  for (const char* name :
+       {"liar_mutates_x", "liar_undeclared_sync", "liar_writes_outside", "liar_leaves_unwritten"}) {
     BOOST_TEST_CONTEXT(name) {
       const PluginInfo* p = rt.plugin(name);
       BOOST_TEST_REQUIRE(p != nullptr);

@@ -36,8 +36,11 @@ void write_junit(const std::filesystem::path& file, const conformance::Summary& 
     test.put("<xmlattr>.classname", r.target.label() + "." + r.op);
     test.put("<xmlattr>.name", r.name);
     if (!r.passed) {
-      pt::ptree& failure = test.add_child("failure", pt::ptree{});
+      // The detail names the op, the case and the first differing element; in the
+      // attribute for one-line readers, in the body for those that show it in full.
+      pt::ptree& failure = test.add_child("failure", pt::ptree{r.detail});
       failure.put("<xmlattr>.message", r.detail);
+      failure.put("<xmlattr>.type", r.op);
     }
   }
   for (auto& [label, suite] : by_target) {
@@ -104,20 +107,35 @@ void add_conformance_command(CLI::App& app) {
     }
     if (targets.empty()) throw Error(ErrorCode::unsupported, "no backend/device to test here");
 
-    // Per target and op: passed / failed counts, for the closing table.
-    std::map<std::tuple<std::string, std::string>, std::pair<int, int>> tally;
+    // Per target and op: passed / failed counts and the first failure, for the closing table.
+    struct Tally {
+      int passed = 0, failed = 0;
+      std::string first_case, first_detail;
+    };
+    std::map<std::tuple<std::string, std::string>, Tally> tally;
     const auto summary = conformance::run(base, targets, [&](const conformance::CaseResult& r) {
-      auto& [pass, fail] = tally[{r.target.label(), r.op}];
-      (r.passed ? pass : fail) += 1;
+      auto& t = tally[{r.target.label(), r.op}];
+      (r.passed ? t.passed : t.failed) += 1;
+      if (!r.passed && t.first_case.empty()) {
+        t.first_case = r.name;
+        t.first_detail = r.detail;
+      }
       if (!r.passed || o.verbose)
         fmt::print("{} {:<16} {:<22} {}{}\n", r.passed ? "PASS" : "FAIL", r.target.label(), r.op, r.name,
                    r.passed ? "" : "\n     " + r.detail);
     });
 
-    fmt::print("\n{:<22} {:<22} {:>7} {:>7}\n", "target", "op", "passed", "failed");
-    for (const auto& [key, counts] : tally)
-      fmt::print("{:<22} {:<22} {:>7} {:>7}\n", std::get<0>(key), std::get<1>(key), counts.first,
-                 counts.second);
+    fmt::print("\n{:<22} {:<22} {:>7} {:>7}  {}\n", "target", "op", "passed", "failed", "first failed case");
+    for (const auto& [key, t] : tally)
+      fmt::print("{:<22} {:<22} {:>7} {:>7}  {}\n", std::get<0>(key), std::get<1>(key), t.passed, t.failed,
+                 t.first_case);
+    bool heading = false;
+    for (const auto& [key, t] : tally) {
+      if (t.first_detail.empty()) continue;
+      if (!heading) fmt::print("\nfirst failure per target and op:\n");
+      heading = true;
+      fmt::print("  {}: {}\n", std::get<0>(key), t.first_detail);
+    }
     if (!o.junit.empty()) write_junit(o.junit, summary);
     fmt::print("\n{} passed, {} failed\n", summary.passed, summary.failed);
     if (summary.failed > 0) throw CLI::RuntimeError(1);

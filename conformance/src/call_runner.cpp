@@ -3,6 +3,7 @@
 #include "case_util.hpp"
 #include "cuda_checks.hpp"
 #include "device.hpp"
+#include "poison.hpp"
 #include "runners.hpp"
 
 #include <deltakern/op_schemas.h>
@@ -66,24 +67,32 @@ const Describe plain_index(const std::vector<int64_t>& shape) {
   return [shape](int64_t i) { return index_string(shape, i); };
 }
 
-// Both calls start from the same inputs, x and states included (the review thread's
-// lesson: an in-place backend changed x, so not restoring it compared different inputs).
+// Two calls from the same inputs, x and states included (the review thread's lesson: an
+// in-place backend changed x, so not restoring it compared different inputs). The first
+// passes max_seq_len and gets fresh memory poisoned with NaN bytes; the second omits it
+// (decode has none: the same call again) and gets finite poison. Both must match the
+// reference and each other bit for bit, so an element left unwritten shows whatever the
+// backend does with the poison it finds.
 template <class Op>
 std::string host_and_derived(Runtime& rt, const OpInfo& info, const OpInfo::Device& dev,
                              typename Op::Inputs& in, const typename Op::Config& cfg, const Stream& stream) {
   const auto ref = Op::reference(in, cfg);
   const auto before = Op::before(in);
   const auto max = Op::max_len(cfg);
-  uint64_t s0 = host_syncs();
-  Tensor a = Op::call(rt, in, cfg, max, stream.get());
-  uint64_t made = host_syncs() - s0;
+  Tensor a;
+  uint64_t made = 0;
+  {
+    const PoisonScope poison(Poison::nan);
+    const uint64_t s0 = host_syncs();
+    a = Op::call(rt, in, cfg, max, stream.get());
+    made = host_syncs() - s0;
+  }
   stream.synchronize();
   const char* first = Op::has_max_seq_len ? "max_seq_len given" : "the call";
   if (auto m = check_syncs(made, 0, Op::has_max_seq_len ? "with max_seq_len given" : "in a decode call");
       !m.empty())
     return with_context(first, m);
   if (auto m = Op::check(info, in, cfg, before, ref, a); !m.empty()) return with_context(first, m);
-  if (!Op::has_max_seq_len) return {};
 
   const auto a_out = read_bits(a.dl());
   const auto a_states = Op::states(in).bits();
@@ -92,27 +101,36 @@ std::string host_and_derived(Runtime& rt, const OpInfo& info, const OpInfo::Devi
   const auto args = in.args();
   restore(args, before.bytes);
 
-  const uint64_t expected = dev.derives_max_seq_len ? 1 : 0;
-  s0 = host_syncs();
-  Tensor b = Op::call(rt, in, cfg, std::nullopt, stream.get());
-  made = host_syncs() - s0;
+  const bool omit = Op::has_max_seq_len;
+  const uint64_t expected = omit && dev.derives_max_seq_len ? 1 : 0;
+  Tensor b;
+  {
+    const PoisonScope poison(Poison::finite);
+    const uint64_t s0 = host_syncs();
+    b = Op::call(rt, in, cfg, omit ? std::nullopt : max, stream.get());
+    made = host_syncs() - s0;
+  }
   stream.synchronize();
-  const std::string second = "max_seq_len omitted";
-  if (auto m =
-          check_syncs(made, expected,
-                      dev.derives_max_seq_len ? "with max_seq_len omitted (declares derives_max_seq_len: one)"
-                                              : "with max_seq_len omitted (declares no derives_max_seq_len)");
-      !m.empty())
-    return with_context(second, m);
-  if (auto m = Op::check(info, in, cfg, before, ref, b); !m.empty()) return with_context(second, m);
+  const std::string second = omit ? "max_seq_len omitted" : "the second call";
+  const std::string situation = !omit ? "in the second decode call"
+                                : dev.derives_max_seq_len
+                                    ? "with max_seq_len omitted (declares derives_max_seq_len: one)"
+                                    : "with max_seq_len omitted (declares no derives_max_seq_len)";
+  if (auto m = check_syncs(made, expected, situation); !m.empty()) return with_context(second, m);
+  // Bit identity before the reference: an element still holding the second poison names
+  // the fault (never written) better than a value far from the expected one would.
   const DType xdt = from_dl(in.x.dl()->dtype);
-  if (auto m = compare_bits("output with max_seq_len omitted, against max_seq_len given,", xdt,
-                            read_bits(b.dl()), a_out, {}, plain_index(out_shape));
+  const std::string versus = std::string(omit ? " (max_seq_len omitted" : " (") + (omit ? "; " : "") +
+                             "fresh memory poisoned with " + poison_name(Poison::finite) +
+                             ") against the first" + (omit ? " (max_seq_len given; " : " (") +
+                             poison_name(Poison::nan) + "),";
+  if (auto m = compare_bits("output of the second call" + versus, xdt, read_bits(b.dl()), a_out, {},
+                            plain_index(out_shape));
       !m.empty())
     return m;
-  return compare_bits("conv_states with max_seq_len omitted, against max_seq_len given,",
-                      Op::state_dtype(cfg), Op::states(in).bits(), a_states, {},
-                      plain_index(Op::states(in).shape()));
+  if (auto m = Op::check(info, in, cfg, before, ref, b); !m.empty()) return with_context(second, m);
+  return compare_bits("conv_states after the second call" + versus, Op::state_dtype(cfg),
+                      Op::states(in).bits(), a_states, {}, plain_index(Op::states(in).shape()));
 }
 
 // One untimed call first, so that lazily loaded kernels are loaded outside the capture

@@ -1,6 +1,6 @@
 #include "compare.hpp"
 
-#include "random.hpp"
+#include "poison.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -27,14 +27,10 @@ std::string format_bits(DType dtype, uint32_t bits) {
 
 namespace {
 
-bool is_poison(DType dtype, uint32_t bits) {
-  const uint64_t all = (1ull << (8 * size_of(dtype))) - 1;
-  return bits == (all & (kPoisonByte * 0x01010101u));
-}
-
 std::string describe_got(DType dtype, uint32_t bits) {
   std::string s = format_value(decode(dtype, bits));
-  if (is_poison(dtype, bits)) s += " (" + format_bits(dtype, bits) + ": the poison, never written)";
+  if (const auto p = poison_of(bits, size_of(dtype)))
+    s += " (" + format_bits(dtype, bits) + ": the poison, " + poison_name(*p) + ", never written)";
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include "contract.hpp"
 
+#include "poison.hpp"
+
 #include <algorithm>
 
 namespace deltakern::conformance {
@@ -36,6 +38,13 @@ std::vector<int64_t> byte_owners(const TensorBuf& buf) {
 }
 
 std::string index_of(const TensorBuf& buf, int64_t element) { return index_string(buf.shape(), element); }
+
+std::string range_string(const AddressRange& r, uintptr_t origin) {
+  const auto signed_offset = [origin](uintptr_t a) {
+    return std::to_string(static_cast<int64_t>(a - origin));
+  };
+  return "[" + signed_offset(r.lo) + ", " + signed_offset(r.hi) + ")";
+}
 
 std::string shape_string(const DLTensor& t) {
   std::string s = "(";
@@ -108,12 +117,32 @@ std::string check_result(const OpInfo& info, const Tensor& result, const TensorB
   }
   if (info.returns_alias_of.has_value())
     return "the schema's result aliases '" + *info.returns_alias_of + "', which no op of ABI 1 may return";
+  // Guards included: a result there would live in memory the backend was never given.
   for (const auto& a : args) {
     if (a.buf == nullptr) continue;
-    if (rr.overlaps(a.buf->allocation()))
-      return "the schema returns a fresh Tensor but the result aliases " + a.name;
+    const AddressRange ar = a.buf->with_guards();
+    if (rr.overlaps(ar))
+      return "the schema returns a fresh Tensor but the result overlaps the memory of " + a.name +
+             " (result bytes " + range_string(rr, ar.lo) + " from the start of " + a.name + "'s guarded " +
+             std::to_string(ar.hi - ar.lo) + " bytes)";
   }
-  return {};
+  if (rr.empty()) return {};
+  // A result from the host allocator: its elements inside what was asked for, its guards intact.
+  const auto allocation = find_allocation(rr.lo);
+  if (!allocation) return {};
+  const uintptr_t end = allocation->start + allocation->bytes;
+  if (rr.hi > end)
+    return "the result's elements reach " + std::to_string(rr.hi - end) + " byte(s) past the end of the " +
+           std::to_string(allocation->bytes) + " bytes it was allocated";
+  return check_guards(allocation->device, reinterpret_cast<const void*>(allocation->start), allocation->bytes,
+                      "the output");
+}
+
+std::string check_guards(std::span<const NamedArg> args) {
+  for (const auto& a : args)
+    if (a.buf != nullptr)
+      if (auto m = a.buf->check_guards(a.name); !m.empty()) return m;
+  return take_release_violations();
 }
 
 std::string check_syncs(uint64_t made, uint64_t expected, std::string_view situation) {

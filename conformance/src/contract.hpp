@@ -41,9 +41,15 @@ std::string check_changes_only_in(const NamedArg& arg, const std::vector<std::by
                                   std::span<const uint8_t> may_change, const Describe& describe);
 
 // The result's identity: `-> Tensor(a)` is x's view (same start, shape and strides);
-// `-> Tensor` overlaps no input allocation. Shape, dtype and device must be x's.
+// `-> Tensor` overlaps no argument's allocation or guard zones and, when it came from the
+// host allocator, lies inside what was allocated with the guards around it intact.
+// Shape, dtype and device must be x's. On CUDA the stream must be synced.
 std::string check_result(const OpInfo& info, const Tensor& result, const TensorBuf& x,
                          std::span<const NamedArg> args);
+
+// Every argument's guard zones are intact, and so were those of every buffer the backend
+// allocated from the host and released during the call.
+std::string check_guards(std::span<const NamedArg> args);
 
 // host_syncs() made by the call against what it may make.
 std::string check_syncs(uint64_t made, uint64_t expected, std::string_view situation);

@@ -58,8 +58,4 @@ inline uint32_t nan_garbage(DType t, uint64_t i) {
   }
 }
 
-// What fresh outputs hold before the backend writes them: all bits set, a NaN in every
-// float dtype, so an element left unwritten fails any comparison.
-inline constexpr unsigned char kPoisonByte = 0xFF;
-
 }  // namespace deltakern::conformance

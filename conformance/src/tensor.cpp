@@ -144,8 +144,9 @@ TensorBuf::TensorBuf(DLDevice device, DType dtype, std::vector<int64_t> shape, s
     if (shape_[d] > 0) last += (shape_[d] - 1) * strides_[d];
   }
   const int64_t elements = (empty ? offset_ : last + 1) + extra;
-  memory_ = DeviceMemory(device_, static_cast<size_t>(std::max<int64_t>(elements, 1)) * size_of(dtype_));
-  // A fixed pattern everywhere, slack included, so every byte has a known value to compare.
+  memory_ = GuardedMemory(device_, static_cast<size_t>(std::max<int64_t>(elements, 1)) * size_of(dtype_));
+  // A fixed pattern everywhere, slack included, so every byte has a known value to compare
+  // (the guard zones around it hold their own).
   const std::vector<std::byte> pattern(memory_.size(), std::byte{0xA5});
   copy_from_host(device_, memory_.get(), pattern.data(), pattern.size());
   bind();

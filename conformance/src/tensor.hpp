@@ -4,6 +4,7 @@
 
 #include "device.hpp"
 #include "dtype.hpp"
+#include "guard.hpp"
 
 #include <dlpack/dlpack.h>
 
@@ -61,6 +62,13 @@ class TensorBuf {
     const auto lo = reinterpret_cast<uintptr_t>(memory_.get());
     return {lo, lo + memory_.size()};
   }
+  // The allocation with its guard zones: memory no result may share.
+  AddressRange with_guards() const noexcept {
+    const AddressRange a = allocation();
+    return {a.lo - kGuardBytes, a.hi + kGuardBytes};
+  }
+  // Empty when nothing was written into the guard zones around the allocation.
+  std::string check_guards(std::string_view name) const { return memory_.check(name); }
   // Byte offsets of the view's elements from the allocation's start, row-major.
   std::vector<int64_t> alloc_offsets() const;
 
@@ -79,7 +87,7 @@ class TensorBuf {
   std::vector<int64_t> shape_, strides_;
   int64_t offset_;
   bool offset_in_byte_offset_;
-  DeviceMemory memory_;
+  GuardedMemory memory_;
   DLTensor dl_{};
 };
 

@@ -138,6 +138,7 @@ std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfi
                          const Tensor& result) {
   const auto args = in.args();
   if (auto m = check_result(info, result, in.x, args); !m.empty()) return m;
+  if (auto m = check_guards(args); !m.empty()) return m;
   if (auto m = check_unannotated(info, args, before.bytes); !m.empty()) return m;
 
   const int64_t B = c.batch, D = c.dim, Tq = c.tokens, S = c.state_len;

@@ -175,6 +175,7 @@ std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfi
                          const Tensor& result) {
   const auto args = in.args();
   if (auto m = check_result(info, result, in.x, args); !m.empty()) return m;
+  if (auto m = check_guards(args); !m.empty()) return m;
   if (auto m = check_unannotated(info, args, before.bytes); !m.empty()) return m;
 
   const int64_t D = c.dim, T = c.tokens(), S = c.state_len;

@@ -71,6 +71,26 @@ void overwrite_x(const DLTensor& x, const DLTensor& out) {
   }
 }
 
+// The two lies about a fresh output, applied after an honest computation of it. Both see
+// the output as compact (fresh_like() makes it so) and f32 (the liars declare only f32).
+// `found`: the output's elements as the allocator handed them over.
+std::vector<float> elements_of(const DLTensor& out) {
+  std::vector<float> v(static_cast<size_t>(plugin::numel(out)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load(out, static_cast<int64_t>(i));
+  return v;
+}
+void lie_about_output(const DLTensor& out, const std::vector<float>& found, Behaviour behaviour) {
+  const int64_t n = plugin::numel(out);
+  if (n == 0) return;
+  // An off-by-one loop bound: the element after the last one, with the last one's value.
+  if (behaviour.write_past_end) store(out, n, load(out, n - 1));
+  // A kernel that takes NaN for "not yet written": every fifth element is left as found
+  // unless it found a NaN there. A NaN-poisoned output comes back fully written.
+  if (behaviour.fill_only_nan)
+    for (int64_t i = 4; i < n; i += 5)
+      if (!std::isnan(found[static_cast<size_t>(i)])) store(out, i, found[static_cast<size_t>(i)]);
+}
+
 void varlen(const plugin::VarlenArgs& a, const DLTensor& out, const int32_t* qsl_host) {
   const DLTensor& x = *a.x;
   const DLTensor& st = *a.conv_states;
@@ -201,7 +221,9 @@ int32_t run_varlen(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
     }
     DLManagedTensor* out = fresh_like(host, *a.x, a.stream);
     try {
+      const auto found = behaviour.fill_only_nan ? elements_of(out->dl_tensor) : std::vector<float>{};
       varlen(a, out->dl_tensor, qsl_host);
+      lie_about_output(out->dl_tensor, found, behaviour);
       if (behaviour.also_write_x) overwrite_x(*a.x, out->dl_tensor);
     } catch (...) {
       out->deleter(out);
@@ -224,7 +246,9 @@ int32_t run_update(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
     }
     DLManagedTensor* out = fresh_like(host, *a.x, a.stream);
     try {
+      const auto found = behaviour.fill_only_nan ? elements_of(out->dl_tensor) : std::vector<float>{};
       update(a, out->dl_tensor);
+      lie_about_output(out->dl_tensor, found, behaviour);
       if (behaviour.also_write_x) overwrite_x(*a.x, out->dl_tensor);
     } catch (...) {
       out->deleter(out);

@@ -36,6 +36,8 @@ struct Behaviour {
   bool in_place = true;
   bool also_write_x = false;     // the liar: a fresh contract that writes x anyway
   bool read_qsl_always = false;  // the liar: a read_to_host it never declares
+  bool write_past_end = false;   // the liar: one element more than its fresh output holds
+  bool fill_only_nan = false;    // the liar: some fresh-output elements written only over a NaN
 };
 
 int32_t run_varlen(void* plugin, const dk_call* call, DLManagedTensor** result, char* error,

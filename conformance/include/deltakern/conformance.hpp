@@ -50,8 +50,10 @@ struct Summary {
 
 // ---- Added by the conformance suite's implementation (additive; the above is unchanged).
 
-// The allocator run() installs: fresh outputs come filled with all-ones bytes (NaN in
-// every float dtype), so an element a backend never writes fails the comparison.
+// The allocator run() installs: every fresh output gets a guard zone on each side (checked
+// after the call: a write past either end fails the case) and comes filled with poison,
+// NaN bytes in a case's first call and finite bytes in its second, so an element a
+// backend never writes fails the comparison or the two results' bit identity.
 Allocator poisoning_allocator();
 
 // The Runtime run() uses for `target`: `base` with force_backend = target.backend and
