@@ -39,26 +39,36 @@ struct TimeWalkerTraits {
   using Vec = uint4;
 };
 
-// The table: sequences [tb, tb + n) of the call, entry k in lane k's registers and, for lookups
-// from divergent code, in shared memory.
+// The table: sequences [tb, tb + n) of the call, entry k in lane k's registers and, for the
+// per-token masks of divergent code, its offsets and lines in shared memory.
 template <typename Kt>
 struct WalkerShared {
   // Chunk m of the walk lands in slot m % kSlots through cp.async: the loads in flight, and the
   // raw originals of the current and the previous chunk (for the repairs and the new states).
   alignas(16) typename Kt::T slots[Kt::kSlots][Kt::kChunk];
-  int32_t start[33];       // start[k] = q[tb + k], start[n] = end of the last
-  int32_t line[32];        // state line, or -1: skipped
-  float prior[32][kHalo];  // e-values of the three positions before each start
+  int32_t start[33];  // start[k] = q[tb + k], start[n] = end of the last
+  int32_t line[32];   // state line, or -1: skipped
 };
 
 struct TableEntry {
   int32_t start, end, line;
   bool init;
+  float prior[kHalo];  // e-values of the three positions before the start
 };
-struct TableEntryRef {
-  int32_t start, end;
-  const float* prior;
-};
+
+// new s[j] = e[L + j] of one channel's state row, e = concat(prior, x_b): ascending j reads the
+// old entries (L < S) before overwriting them; the originals come from the walk's ring.
+template <typename S, typename RingAt>
+__device__ __forceinline__ void write_new_state(S* row_state, const StateView& st, int32_t len, bool init,
+                                                int32_t start, const RingAt& ring_at) {
+  for (int32_t j = 0; j < st.len; ++j) {
+    const int32_t i = len + j;
+    const float v = i >= st.len ? ring_at(start + i - st.len)
+                    : init      ? to_float(row_state[i * st.pos_stride])
+                                : 0.f;
+    row_state[j * st.pos_stride] = from_float<S>(v);
+  }
+}
 
 template <typename Kt>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
@@ -93,20 +103,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   auto slot_of = [&](int32_t c) {
     return sh.slots[(static_cast<uint32_t>(c - c_first) / kChunk) % Kt::kSlots];
   };
-  auto ring_at = [&](int32_t u) -> float {
-    const uint32_t i = static_cast<uint32_t>(u - c_first);
-    return to_float(sh.slots[(i / kChunk) % Kt::kSlots][i % kChunk]);
-  };
 
   // ---- the sequence table
   int32_t tb = 0, n = 0;
-  TableEntry mine{INT32_MAX, INT32_MAX, -1, false};  // sequence tb + lane, or past the table
-  uint32_t dead = 0;                                 // table sequences with tokens whose slot is skipped
+  TableEntry mine{INT32_MAX, INT32_MAX, -1, false, {}};  // sequence tb + lane, or past the table
+  uint32_t dead = 0;                                     // table sequences with tokens whose slot is skipped
   auto fill = [&](int32_t base) {
     __syncwarp();  // divergent readers of the old table are done
     tb = base;
     n = min(32, p.batch - base);
-    mine = TableEntry{INT32_MAX, INT32_MAX, -1, false};
+    mine = TableEntry{INT32_MAX, INT32_MAX, -1, false, {}};
     if (lane < n) {
       const int32_t b = base + lane;
       mine.start = static_cast<int32_t>(seq_offset(p, b));
@@ -116,13 +122,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       sh.start[lane] = mine.start;
       sh.line[lane] = mine.line;
       if (lane == n - 1) sh.start[n] = mine.end;
-        // Priors are read here, off the walk's critical path, for the repairs of the first tokens.
+        // Priors are loaded here and first used by the repairs, off the walk's critical path.
 #pragma unroll
       for (int i = 0; i < kHalo; ++i) {
         const int32_t j = st.len - kHalo + i;
-        sh.prior[lane][i] = mine.init && mine.line >= 0 && j >= 0
-                                ? load_float(st.data, state_offset(st, mine.line, d, j), st.dtype)
-                                : 0.f;
+        mine.prior[i] = mine.init && mine.line >= 0 && j >= 0
+                            ? load_float(st.data, state_offset(st, mine.line, d, j), st.dtype)
+                            : 0.f;
       }
     }
     dead = __ballot_sync(kFull, lane < n && mine.line < 0 && mine.start < mine.end);
@@ -142,13 +148,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     else if (tb + n < p.batch || n == 0)
       fill(warp_first_sequence_ending_at_or_after(p, pos));
   };
-  auto entry = [&](int k) { return TableEntryRef{sh.start[k], sh.start[k + 1], sh.prior[k]}; };
-
-  // e-value of position u >= start - 3 of a sequence: an original, or its prior (or zero).
-  auto e_value = [&](const TableEntryRef& s, int32_t u) -> float {
-    return u >= s.start ? ring_at(u) : s.prior[kHalo + (u - s.start)];
-  };
-
   // Starts the copy of the chunk at c into its slot; the edges of the walk are copied element by
   // element (zeros outside), so nothing outside [t_start, t_stop) is read. One commit group per
   // chunk and lane, empty past the end, keeps every lane's group count the same.
@@ -185,6 +184,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     cp_async_wait<Kt::kPrefetch>();
     __syncwarp();  // every lane's copies of this chunk are in
     const T* const slot = slot_of(c0);
+    const T* const prev_slot = slot_of(c0 - kChunk);  // (unused in the first chunk)
+    // Raw original of token u in [c0 - kChunk, c1).
+    auto ring_at = [&](int32_t u) -> float {
+      return to_float(u >= c0 ? slot[u - c0] : prev_slot[u - c0 + kChunk]);
+    };
     Pack cur[kNVecs];
 #pragma unroll
     for (int j = 0; j < kNVecs; ++j) cur[j].v = reinterpret_cast<const Vec*>(slot)[j * 32 + lane];
@@ -251,41 +255,42 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       __syncwarp();  // the raw outputs are stored before the repairs overwrite them
 
       // Repairs: tokens start, start+1, start+2 of every live sequence starting in this window
-      // (the first window also takes starts up to two tokens before the chunk).
-      const int32_t lo = w0 == c0 ? c0 - (kHalo - 1) : w0;
-      const uint32_t starting = __ballot_sync(
-          kFull, lane < n && mine.line >= 0 && mine.start < mine.end && mine.start >= lo && mine.start < w1);
-      const int jobs = kHalo * __popc(starting);
-      for (int job0 = 0; job0 < jobs; job0 += 32) {
-        const int job = job0 + lane;
-        if (job >= jobs) continue;
-        const int k = __fns(starting, 0, job / kHalo + 1);
-        const TableEntryRef s = entry(k);
-        const int32_t t = s.start + job % kHalo;
-        if (t < c0 || t >= c1 || t >= s.end) continue;
-        const float v = conv_point<T>(taps, first, first <= 0 ? e_value(s, t - 3) : 0.f,
-                                      first <= 1 ? e_value(s, t - 2) : 0.f,
-                                      first <= 2 ? e_value(s, t - 1) : 0.f, ring_at(t), silu);
-        row[t] = from_float<T>(v);
+      // (the first window also takes starts up to two tokens before the chunk), by the sequence's
+      // table lane, from its prior and the ring.
+      {
+        const int32_t lo = w0 == c0 ? c0 - (kHalo - 1) : w0;
+        if (lane < n && mine.line >= 0 && mine.start < mine.end && mine.start >= lo && mine.start < w1) {
+          const float x0 = ring_at(mine.start);
+          const float x1 = mine.start + 1 < c1 ? ring_at(mine.start + 1) : 0.f;
+          const float x2 = mine.start + 2 < c1 ? ring_at(mine.start + 2) : 0.f;
+          const float* e = mine.prior;
+          const float v[kHalo] = {conv_point<T>(taps, first, e[0], e[1], e[2], x0, silu),
+                                  conv_point<T>(taps, first, e[1], e[2], x0, x1, silu),
+                                  conv_point<T>(taps, first, e[2], x0, x1, x2, silu)};
+#pragma unroll
+          for (int j = 0; j < kHalo; ++j) {
+            const int32_t t = mine.start + j;
+            if (t >= c0 && t < c1 && t < mine.end) row[t] = from_float<T>(v[j]);
+          }
+        }
       }
-      __syncwarp();  // priors are read before any new state of this window is written
-
-      // New states of the table sequences whose last token (an empty one: its position) lies
-      // in this window: new s[j] = e[L + j], ascending j reads old entries before overwriting.
+      // New states of the table sequences whose last token (an empty one: its position) lies in
+      // this window, by the same lanes (the repairs took their priors from registers).
       {
         const int32_t trig = mine.end > mine.start ? mine.end - 1 : mine.start;
-        if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1) {
-          const int32_t len = mine.end - mine.start;
-          if (!(len == 0 && mine.init)) {
-            for (int32_t j = 0; j < st.len; ++j) {
-              const int32_t i = len + j;
-              float v;
-              if (i < st.len)
-                v = mine.init ? load_float(st.data, state_offset(st, mine.line, d, i), st.dtype) : 0.f;
-              else
-                v = ring_at(mine.start + i - st.len);
-              store_float(st.data, state_offset(st, mine.line, d, j), st.dtype, v);
-            }
+        const int32_t len = mine.end - mine.start;
+        if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1 && !(len == 0 && mine.init)) {
+          const int64_t base = state_offset(st, mine.line, d, 0);
+          switch (st.dtype) {
+            case kF32:
+              write_new_state(static_cast<float*>(st.data) + base, st, len, mine.init, mine.start, ring_at);
+              break;
+            case kF16:
+              write_new_state(static_cast<__half*>(st.data) + base, st, len, mine.init, mine.start, ring_at);
+              break;
+            default:
+              write_new_state(static_cast<__nv_bfloat16*>(st.data) + base, st, len, mine.init, mine.start,
+                              ring_at);
           }
         }
       }
