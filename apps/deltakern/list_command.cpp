@@ -56,14 +56,13 @@ const char* probe_source(PluginInfo::Probe probe) {
   return "in-process";
 }
 
-// How the verdict on one library was reached, for the text listing.
+// Where the verdict on one library came from, for the text listing.
 std::string probe_line(const PluginInfo& p) {
-  const char* verdict = p.state == PluginInfo::State::loaded ? "passed" : "decided";
   switch (p.probe) {
     case PluginInfo::Probe::child:
-      return fmt::format("{} in a child process ({})", verdict, p.probe_note);
+      return fmt::format("verdict from a child process ({})", p.probe_note);
     case PluginInfo::Probe::cache:
-      return fmt::format("{} by a cached verdict (the file is unchanged since its child ran)", verdict);
+      return "verdict from the cache (the file is unchanged since its child ran)";
     case PluginInfo::Probe::in_process:
       break;
   }
