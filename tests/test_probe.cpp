@@ -70,7 +70,8 @@ void require_rejected_for(const Runtime& rt, const fs::path& file, std::string_v
 
 std::vector<fs::path> hostile_files() {
   return {hostile_plugin_file("crash_in_static_init"), hostile_plugin_file("hang_in_init"),
-          hostile_plugin_file("abort_in_init"), hostile_plugin_file("exit_in_init")};
+          hostile_plugin_file("abort_in_init"), hostile_plugin_file("exit_in_init"),
+          hostile_plugin_file("crash_in_shutdown")};
 }
 
 void check_hostile_verdicts(const Runtime& rt) {
@@ -85,7 +86,8 @@ void check_hostile_verdicts(const Runtime& rt) {
   // They died after naming themselves (all but the one that crashed before its entry ran)...
   BOOST_TEST(listed(rt, hostile_plugin_file("crash_in_static_init")).name.empty());
   // ...and none of them is loaded here.
-  for (const char* name : {"crash_in_static_init", "hang_in_init", "abort_in_init", "exit_in_init"})
+  for (const char* name :
+       {"crash_in_static_init", "hang_in_init", "abort_in_init", "exit_in_init", "crash_in_shutdown"})
     BOOST_TEST(rt.plugin(name) == nullptr, name << " must not be loaded");
   const PluginInfo* standin = rt.plugin("standin");
   BOOST_TEST_REQUIRE(standin != nullptr, "a good plugin beside the bad ones still loads");
@@ -114,7 +116,7 @@ BOOST_AUTO_TEST_CASE(hostile_plugins_are_rejected_in_a_child_and_the_process_sur
   for (const auto& file : hostile_files()) BOOST_TEST((listed(rt, file).probe == PluginInfo::Probe::child));
   BOOST_TEST((rt.plugin("standin")->probe == PluginInfo::Probe::child));
   BOOST_TEST(listed(rt, hostile_plugin_file("abort_in_init")).name == "abort_in_init");
-  BOOST_TEST(rt.probe_summary().children == 5u);
+  BOOST_TEST(rt.probe_summary().children == 6u);
   BOOST_TEST(rt.probe_summary().mode == "child");
   BOOST_TEST(rt.probe_summary().cache == setup.cache_file());
 }
@@ -124,10 +126,10 @@ BOOST_AUTO_TEST_CASE(the_next_start_takes_every_verdict_from_the_cache) {
   { const Runtime first(setup.options({hostile_plugin_dir()}, {test_plugin_file("standin")})); }
 
   const auto cache = read_json(setup.cache_file());
-  BOOST_TEST(cache.at("entries").size() == 5u);
+  BOOST_TEST(cache.at("entries").size() == 6u);
   size_t failing = 0;
   for (const auto& e : cache.at("entries")) failing += e.at("verdict").at("passed").get<bool>() ? 0 : 1;
-  BOOST_TEST(failing == 4u, "failing verdicts are cached too");
+  BOOST_TEST(failing == 5u, "failing verdicts are cached too");
 
   const Runtime second(setup.options({hostile_plugin_dir()}, {test_plugin_file("standin")}));
   BOOST_TEST(second.probe_summary().children == 0u, "an unchanged library spawns no child");

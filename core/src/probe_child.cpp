@@ -89,6 +89,18 @@ std::string json_line(const ProbeVerdict& verdict) {
   return nlohmann::json(verdict).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A sanitizer runtime (or anything else) linked into the helper may have installed crash
+// handlers that turn a segfault into a report and exit(1). The verdict needs the crash
+// itself: the signal is what names it. A plugin may still install its own.
+void default_crash_signals() {
+  for (const int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) {
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal, &action, nullptr);
+  }
+}
+
 }  // namespace
 
 int run_probe_child(int argc, char** argv) {
@@ -102,6 +114,7 @@ int run_probe_child(int argc, char** argv) {
   // A child whose engine died (Ctrl-C while a plugin hangs) must not hang on forever.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (args->parent != 0 && ::getppid() != args->parent) return protocol::kExitOrphaned;
+  default_crash_signals();
   // What the core itself says about this library the parent says again; the child adds only
   // errors (and a plugin's own messages at the engine's level, as they would come in-process).
   logger().set_level(args->log_level);

@@ -1,12 +1,12 @@
 // A well-formed plugin around one misbehaving piece: each hostile plugin supplies its init
-// (and whatever else it does wrong).
+// and shutdown (and whatever else it does wrong).
 #pragma once
 
 #include "../kernels.hpp"
 
 #include <deltakern/plugin_sdk.hpp>
 
-#define DK_HOSTILE_INIT_PLUGIN(plugin_name, init_function)                                                  \
+#define DK_HOSTILE_PLUGIN(plugin_name, init_function, shutdown_function)                                    \
   namespace {                                                                                               \
   int32_t varlen_fresh(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {                 \
     return deltakern::testplugins::run_varlen(p, c, r, e, n, {.in_place = false});                          \
@@ -23,9 +23,12 @@
                              "test",                                                                        \
                              init_function,                                                                 \
                              deltakern::testplugins::probe_cpu_only,                                        \
-                             deltakern::testplugins::shutdown_nothing,                                      \
+                             shutdown_function,                                                             \
                              1,                                                                             \
                              kOps,                                                                          \
                              nullptr};                                                                      \
   }                                                                                                         \
   DK_TEST_PLUGIN_EXPORT const dk_plugin* deltakern_plugin_entry(uint16_t, uint16_t) { return &kPlugin; }
+
+#define DK_HOSTILE_INIT_PLUGIN(plugin_name, init_function) \
+  DK_HOSTILE_PLUGIN(plugin_name, init_function, deltakern::testplugins::shutdown_nothing)
