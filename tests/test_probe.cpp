@@ -9,9 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 using namespace deltakern;
 using namespace deltakern::test;
@@ -216,6 +218,24 @@ BOOST_AUTO_TEST_CASE(an_unusable_cache_location_costs_only_the_cache) {
   BOOST_TEST(again.probe_summary().children == 2u);
   BOOST_TEST(again.plugin("standin") != nullptr);
   require_rejected_for(again, hostile_plugin_file("abort_in_init"), "SIGABRT");
+}
+
+BOOST_AUTO_TEST_CASE(runtimes_started_together_share_one_cache) {
+  const Setup setup;
+  const auto options =
+      setup.options({}, {test_plugin_file("standin"), hostile_plugin_file("crash_in_static_init")});
+  std::vector<std::thread> threads;
+  std::atomic<int> loaded{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      const Runtime rt(options);
+      if (rt.plugin("standin") != nullptr && rt.plugin("crash_in_static_init") == nullptr) ++loaded;
+    });
+  for (auto& t : threads) t.join();
+  BOOST_TEST(loaded.load() == 4);
+  // Whoever renamed last, the file is whole and holds both verdicts.
+  BOOST_TEST(read_json(setup.cache_file()).at("entries").size() == 2u);
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_probe_cache_disables_the_cache) {
