@@ -248,6 +248,13 @@ BOOST_AUTO_TEST_CASE(an_empty_probe_cache_disables_the_cache) {
   BOOST_TEST((again.plugin("standin")->probe == PluginInfo::Probe::child));
 }
 
+BOOST_AUTO_TEST_CASE(a_relative_probe_cache_is_relative_to_the_config_file) {
+  const Setup setup("probe_cache = \"verdicts/probe.json\"\n");
+  const Runtime rt(setup.options({}, {test_plugin_file("standin")}));
+  BOOST_TEST(rt.probe_summary().cache == setup.dir.path() / "verdicts" / "probe.json");
+  BOOST_TEST(fs::is_regular_file(setup.dir.path() / "verdicts" / "probe.json"));
+}
+
 BOOST_AUTO_TEST_CASE(in_process_probing_spawns_nothing) {
   const Setup setup("probe = \"in-process\"\n");
   const Runtime rt(setup.options({test_plugin_dir()}));
