@@ -6,6 +6,7 @@
 #include "probe_protocol.hpp"
 #include "probe_verdict.hpp"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -115,6 +116,8 @@ int run_probe_child(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (args->parent != 0 && ::getppid() != args->parent) return protocol::kExitOrphaned;
   default_crash_signals();
+  // A process the plugin starts must not inherit the pipe: the parent reads to end of file.
+  ::fcntl(args->verdict_fd, F_SETFD, FD_CLOEXEC);
   // What the core itself says about this library the parent says again; the child adds only
   // errors (and a plugin's own messages at the engine's level, as they would come in-process).
   logger().set_level(args->log_level);

@@ -200,26 +200,41 @@ ChildOutcome probe_in_child(const ChildProbe& how, const std::filesystem::path& 
 
   const auto deadline = start + how.timeout;
   std::string output;
-  bool timed_out = false;
+  const auto read_available = [&](int wait_ms) {  // false at end of file or on an error
+    pollfd ready{read_end.get(), POLLIN, 0};
+    const int r = ::poll(&ready, 1, wait_ms);
+    if (r < 0) return errno == EINTR;
+    if (r == 0) return true;
+    char buffer[4096];
+    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
+    if (n < 0) return errno == EINTR || errno == EAGAIN;
+    if (n == 0) return false;
+    if (output.size() < kMaxOutput) output.append(buffer, static_cast<size_t>(n));
+    return true;
+  };
+  int status = 0;
+  bool timed_out = false, reaped = false, lost = false;
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
     }
-    pollfd ready{read_end.get(), POLLIN, 0};
-    const int r = ::poll(&ready, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;  // the deadline is checked above
-    char buffer[4096];
-    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;  // end of file: the child closed it, normally by exiting
-    if (output.size() < kMaxOutput) output.append(buffer, static_cast<size_t>(n));
+    // End of file normally comes as the child exits. A grandchild the plugin started may
+    // hold the pipe open past that, so the child's own exit is looked for between reads.
+    if (!read_available(static_cast<int>(std::min<int64_t>(left.count(), 50)))) break;
+    if (const pid_t r = ::waitpid(pid, &status, WNOHANG); r == pid || (r < 0 && errno == ECHILD)) {
+      reaped = true;
+      lost = r < 0;
+      // What it wrote before exiting is in the pipe already: take it without waiting.
+      while (output.size() < kMaxOutput) {
+        pollfd more{read_end.get(), POLLIN, 0};
+        if (::poll(&more, 1, 0) <= 0 || !read_available(0)) break;
+      }
+      break;
+    }
   }
-  int status = 0;
-  bool lost = false;
-  if (!timed_out && !reap_before(pid, deadline, status, lost)) timed_out = true;
+  if (!timed_out && !reaped && !reap_before(pid, deadline, status, lost)) timed_out = true;
   if (timed_out) kill_and_reap(pid, status, lost);
   outcome.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
 
