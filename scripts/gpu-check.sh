@@ -47,13 +47,18 @@ pack() {
   rm -rf "$carry"
   mkdir -p "$carry/lib/deps"
   cp -a "$build/bin" "$carry/"
-  # libdeltakern, the plugins (lib/deltakern/plugins) and the conformance library, as built.
-  (cd "$build/lib" && find . \( -name '*.so' -o -name '*.so.*' \) -exec cp -a --parents {} "$carry/lib/" \;)
+  # libdeltakern, the plugins (lib/deltakern/plugins) and the conformance library, as built,
+  # and the probe helper beside the plugins (lib/deltakern/deltakern-probe).
+  (cd "$build/lib" && find . \( -name '*.so' -o -name '*.so.*' -o -name deltakern-probe \) \
+    -exec cp -a --parents {} "$carry/lib/" \;)
   [ -d "$build/share" ] && cp -a "$build/share" "$carry/"
-  if [ -d "$build/tests/plugins" ]; then
-    mkdir -p "$carry/tests"
-    cp -a "$build/tests/plugins" "$carry/tests/"
-  fi
+  local plugin_dir
+  for plugin_dir in plugins hostile-plugins; do
+    if [ -d "$build/tests/$plugin_dir" ]; then
+      mkdir -p "$carry/tests"
+      cp -a "$build/tests/$plugin_dir" "$carry/tests/"
+    fi
+  done
   # The ctest files (paths inside them are the build tree's: run recreates that path).
   (cd "$build" && find . -name 'CTestTestfile.cmake' -exec cp -a --parents {} "$carry/" \;)
 

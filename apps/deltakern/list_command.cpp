@@ -44,9 +44,43 @@ std::string device_caps(const OpInfo::Device& d) {
   return fmt::format("{}: {}", s, fmt::join(flags, ", "));
 }
 
+const char* probe_source(PluginInfo::Probe probe) {
+  switch (probe) {
+    case PluginInfo::Probe::child:
+      return "child";
+    case PluginInfo::Probe::cache:
+      return "cache";
+    case PluginInfo::Probe::in_process:
+      break;
+  }
+  return "in-process";
+}
+
+// Where the verdict on one library came from, for the text listing.
+std::string probe_line(const PluginInfo& p) {
+  switch (p.probe) {
+    case PluginInfo::Probe::child:
+      return fmt::format("verdict from a child process ({})", p.probe_note);
+    case PluginInfo::Probe::cache:
+      return "verdict from the cache (the file is unchanged since its child ran)";
+    case PluginInfo::Probe::in_process:
+      break;
+  }
+  return p.probe_note.empty() ? "none: loaded straight into this process"
+                              : fmt::format("none: loaded straight into this process ({})", p.probe_note);
+}
+
+std::string probe_header(const ProbeSummary& probe) {
+  if (probe.mode != "child") return fmt::format("{} (no child processes)", probe.mode);
+  return fmt::format("child processes, time-out {} ms, verdict cache {}; {} children spawned now",
+                     probe.timeout.count(), probe.cache.empty() ? "off" : probe.cache.string(),
+                     probe.children);
+}
+
 void print_text(const Runtime& runtime) {
   fmt::print("config: {}\n",
              runtime.config_file().empty() ? "(built-in defaults)" : runtime.config_file().string());
+  fmt::print("probe:  {}\n", probe_header(runtime.probe_summary()));
   fmt::print("search path:\n");
   for (const auto& dir : runtime.search_path()) fmt::print("  {}\n", dir.string());
   fmt::print("\n");
@@ -56,6 +90,7 @@ void print_text(const Runtime& runtime) {
                p.version.empty() ? "" : " " + p.version);
     fmt::print("  path: {}\n", p.path.string());
     if (p.abi_major != 0) fmt::print("  abi:  {}.{}\n", p.abi_major, p.abi_minor);
+    fmt::print("  probe: {}\n", probe_line(p));
     if (!loaded) {
       fmt::print("  reason: {}\n\n", p.reason);
       continue;
@@ -86,6 +121,11 @@ nlohmann::json to_json(const Runtime& runtime) {
   out["config"] = runtime.config_file().string();
   out["search_path"] = json::array();
   for (const auto& dir : runtime.search_path()) out["search_path"].push_back(dir.string());
+  const ProbeSummary probe = runtime.probe_summary();
+  out["probe"] = {{"mode", probe.mode},
+                  {"timeout_ms", probe.timeout.count()},
+                  {"cache", probe.cache.string()},
+                  {"children", probe.children}};
   out["plugins"] = json::array();
   for (const auto& p : runtime.plugins()) {
     json j{{"name", p.name},
@@ -94,6 +134,7 @@ nlohmann::json to_json(const Runtime& runtime) {
            {"abi", fmt::format("{}.{}", p.abi_major, p.abi_minor)},
            {"state", p.state == PluginInfo::State::loaded ? "loaded" : "rejected"}};
     if (p.state != PluginInfo::State::loaded) j["reason"] = p.reason;
+    j["probe"] = {{"source", probe_source(p.probe)}, {"note", p.probe_note}};
     j["devices"] = json::array();
     for (const auto& d : p.devices)
       j["devices"].push_back(

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,18 @@ namespace deltakern::detail {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr std::string_view kProbeModeNames = "\"child\" or \"in-process\"";
+constexpr int64_t kMinProbeTimeoutMs = 1;
+constexpr int64_t kMaxProbeTimeoutMs = 3'600'000;
+
+std::optional<ProbeMode> parse_probe_mode(std::string_view name) {
+  if (name == "child") return ProbeMode::child;
+  if (name == "in-process") return ProbeMode::in_process;
+  return std::nullopt;
+}
+
+bool probe_timeout_in_range(int64_t ms) { return ms >= kMinProbeTimeoutMs && ms <= kMaxProbeTimeoutMs; }
 
 [[noreturn]] void config_error(const std::string& message) { throw Error(ErrorCode::config, message); }
 
@@ -120,13 +133,33 @@ class Reader {
   }
 
   void plugins(const toml::table& t) {
+    const fs::path base = config_.file.parent_path();
     for (auto&& [key, node] : t) {
-      if (key != "search_paths") unknown_key(key, "plugins." + std::string(key.str()));
-      const fs::path base = config_.file.parent_path();
-      config_.search_paths.clear();
-      for (const auto& [path, line] : strings(node, "plugins.search_paths")) {
-        const std::string key = fmt::format("plugins.search_paths[{}]", config_.search_paths.size());
-        config_.search_paths.push_back(search_path(path, line, key, base));
+      if (key == "search_paths") {
+        config_.search_paths.clear();
+        for (const auto& [path, line] : strings(node, "plugins.search_paths")) {
+          const std::string entry_key = fmt::format("plugins.search_paths[{}]", config_.search_paths.size());
+          config_.search_paths.push_back(search_path(path, line, entry_key, base));
+        }
+      } else if (key == "probe") {
+        const std::string mode = string(node, "plugins.probe");
+        const auto parsed = parse_probe_mode(mode);
+        if (!parsed) fail(node, "plugins.probe", fmt::format("expected {}, got '{}'", kProbeModeNames, mode));
+        config_.probe.mode = *parsed;
+      } else if (key == "probe_timeout_ms") {
+        const auto* value = node.as_integer();
+        if (value == nullptr)
+          fail(node, "plugins.probe_timeout_ms", fmt::format("expected an integer, got {}", kind_of(node)));
+        if (!probe_timeout_in_range(value->get()))
+          fail(node, "plugins.probe_timeout_ms",
+               fmt::format("expected {}..{} milliseconds, got {}", kMinProbeTimeoutMs, kMaxProbeTimeoutMs,
+                           value->get()));
+        config_.probe.timeout = std::chrono::milliseconds(value->get());
+      } else if (key == "probe_cache") {
+        const fs::path p(string(node, "plugins.probe_cache"));
+        config_.probe.cache = p.empty() || p.is_absolute() ? p : base / p;
+      } else {
+        unknown_key(key, "plugins." + std::string(key.str()));
       }
     }
   }
@@ -242,6 +275,28 @@ std::optional<fs::path> chosen_file(const RuntimeOptions& options) {
   return std::nullopt;
 }
 
+// DELTAKERN_PROBE, DELTAKERN_PROBE_TIMEOUT_MS and DELTAKERN_PROBE_CACHE (empty: no cache)
+// override the file, as DELTAKERN_LOG_LEVEL does.
+void probe_environment(ProbeConfig& probe) {
+  if (const char* env = std::getenv("DELTAKERN_PROBE"); env != nullptr && *env != '\0') {
+    const auto mode = parse_probe_mode(env);
+    if (!mode) config_error(fmt::format("DELTAKERN_PROBE: expected {}, got '{}'", kProbeModeNames, env));
+    probe.mode = *mode;
+  }
+  if (const char* env = std::getenv("DELTAKERN_PROBE_TIMEOUT_MS"); env != nullptr && *env != '\0') {
+    const std::string_view text(env);
+    int64_t ms = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+    if (ec != std::errc() || end != text.data() + text.size() || !probe_timeout_in_range(ms))
+      config_error(
+          fmt::format("DELTAKERN_PROBE_TIMEOUT_MS: expected an integer {}..{} (milliseconds), got '{}'",
+                      kMinProbeTimeoutMs, kMaxProbeTimeoutMs, text));
+    probe.timeout = std::chrono::milliseconds(ms);
+  }
+  if (const char* env = std::getenv("DELTAKERN_PROBE_CACHE"); env != nullptr)
+    probe.cache = *env == '\0' ? fs::path() : fs::absolute(fs::path(env)).lexically_normal();
+}
+
 }  // namespace
 
 Config load_config(const RuntimeOptions& options) {
@@ -272,7 +327,9 @@ Config load_config(const RuntimeOptions& options) {
         config_error(fmt::format("DELTAKERN_LOG_LEVEL: expected one of {}, got '{}'", kLogLevelNames, env));
       config.log_level = *level;
     }
+    probe_environment(config.probe);
   }
+  config.probe.child_log_level = config.log_level;
   return config;
 }
 

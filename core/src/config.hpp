@@ -8,6 +8,7 @@
 #include <deltakern/runtime.hpp>
 
 #include <array>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -29,9 +30,21 @@ struct OpConfig {
   std::optional<bool> validate;
 };
 
+// How a candidate plugin is judged before it is loaded into this process (plugins.probe*).
+enum class ProbeMode { child, in_process };
+
+struct ProbeConfig {
+  ProbeMode mode = ProbeMode::child;
+  std::chrono::milliseconds timeout{10000};  // generous: a CUDA plugin's probe creates a context
+  // Unset: $XDG_CACHE_HOME (or ~/.cache)/deltakern/probe-verdicts.json. Empty: no cache.
+  std::optional<std::filesystem::path> cache;
+  spdlog::level::level_enum child_log_level = spdlog::level::warn;  // the config's logging.level
+};
+
 struct Config {
   std::filesystem::path file;                       // empty: the built-in defaults
   std::vector<std::filesystem::path> search_paths;  // absolute, or relative to the file's directory
+  ProbeConfig probe;
   BackendOrder order{{"native", "portable"}, {0, 0}, "dispatch.order", false};
   bool validate = false;
   // A call the op's first choice cannot serve is an error, not a fallback. strict_source
@@ -51,8 +64,8 @@ struct Config {
 };
 
 // Reads $DELTAKERN_CONFIG, else options.config_file, else the installed default, else uses
-// the built-in defaults; applies $DELTAKERN_STRICT (0 or 1, over dispatch.strict) and
-// $DELTAKERN_LOG_LEVEL. Throws Error(ErrorCode::config).
+// the built-in defaults; applies $DELTAKERN_STRICT (0 or 1, over dispatch.strict),
+// $DELTAKERN_LOG_LEVEL and the $DELTAKERN_PROBE* overrides. Throws Error(ErrorCode::config).
 Config load_config(const RuntimeOptions& options);
 
 // Backend names are known only after discovery: each must be a discovered plugin's or one

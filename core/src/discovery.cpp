@@ -3,6 +3,7 @@
 #include "dlpack_util.hpp"
 #include "install_paths.hpp"
 #include "log.hpp"
+#include "probe_gate.hpp"
 #include "schema.hpp"
 #include "status.hpp"
 
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -139,13 +141,20 @@ OpInfo read_op(const dk_op& op, std::string_view name) {
 
 class Loader {
  public:
-  Loader(Plugins& plugins, HostServices& host) : plugins_(plugins), host_(host) {}
+  Loader(Plugins& plugins, HostServices& host, PhaseListener on_phase = {})
+      : plugins_(plugins), host_(host), on_phase_(std::move(on_phase)) {}
 
-  void load(const fs::path& path) {
+  // Loads in this process whatever the gate has not already turned away.
+  void load(const fs::path& path, ProbeGate* gate = nullptr) {
     PluginInfo info;
     info.path = path;
     info.state = PluginInfo::State::rejected;
     try {
+      if (gate != nullptr && !gate->admit(info, plugins_)) {
+        // Turned away by its verdict, which the gate has logged: never loaded here.
+        plugins_.infos.push_back(std::move(info));
+        return;
+      }
       load_into(info);
       return;
     } catch (const Rejection& e) {
@@ -163,6 +172,7 @@ class Loader {
   void load_into(PluginInfo& info) {
     auto backend = std::make_unique<Backend>();
     boost::dll::shared_library library;
+    phase("loading", info);
     try {
       library.load(info.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     } catch (const std::exception& e) {
@@ -174,6 +184,7 @@ class Loader {
       reject(fmt::format("no entry symbol '{}'", DK_PLUGIN_ENTRY_SYMBOL));
     const auto entry = library.get<const dk_plugin*(uint16_t, uint16_t)>(DK_PLUGIN_ENTRY_SYMBOL);
     const dk_plugin* d = nullptr;
+    phase("calling " DK_PLUGIN_ENTRY_SYMBOL, info);
     try {
       d = entry(DK_ABI_MAJOR, DK_ABI_MINOR);
     } catch (const std::exception& e) {
@@ -241,6 +252,7 @@ class Loader {
   void initialize(Backend& backend, const PluginInfo& info) {
     char error[kWhySize] = {};
     int32_t status = DK_ERR_INTERNAL;
+    phase("running init", info);
     try {
       status = backend.descriptor->init(host_.table_for(info.name), &backend.instance, error, sizeof error);
     } catch (const std::exception& e) {
@@ -254,6 +266,7 @@ class Loader {
   }
 
   void probe(Backend& backend, PluginInfo& info) {
+    phase("running probe", info);
     for (const auto& op : info.ops) {
       for (const auto& device : op.devices) {
         const bool seen = std::any_of(info.devices.begin(), info.devices.end(),
@@ -279,8 +292,13 @@ class Loader {
     }
   }
 
+  void phase(std::string_view name, const PluginInfo& so_far) const {
+    if (on_phase_) on_phase_(name, so_far);
+  }
+
   Plugins& plugins_;
   HostServices& host_;
+  PhaseListener on_phase_;
 };
 
 fs::path normalized(const fs::path& path) {
@@ -338,20 +356,38 @@ std::vector<fs::path> plugin_search_dirs(const RuntimeOptions& options, const Co
   return dirs;
 }
 
-Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::path> dirs,
-                         HostServices& host) {
+Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::path> dirs, HostServices& host,
+                         const ProbeConfig& probe) {
   Plugins plugins;
   Loader loader(plugins, host);
+  std::optional<ProbeGate> gate;
+  if (probe.mode == ProbeMode::child) gate.emplace(probe);
   std::set<fs::path> seen;  // one file reached twice (a --plugin inside a searched dir) loads once
   const auto consider = [&](const fs::path& file) {
-    if (seen.insert(normalized(file)).second) loader.load(fs::absolute(file).lexically_normal());
+    if (seen.insert(normalized(file)).second)
+      loader.load(fs::absolute(file).lexically_normal(), gate ? &*gate : nullptr);
   };
   for (const auto& file : files) consider(file);
   for (const auto& dir : dirs) {
     logger().debug("searching {} for plugins", dir.string());
     for (const auto& file : libraries_in(dir)) consider(file);
   }
+  if (gate) {
+    gate->save_cache();
+    plugins.probe_children = gate->children_spawned();
+  }
   return plugins;
+}
+
+PluginInfo check_library_alone(const fs::path& path, HostServices& host, const PhaseListener& on_phase) {
+  PluginInfo info;
+  {
+    Plugins plugins;
+    Loader(plugins, host, on_phase).load(path);
+    info = plugins.infos.at(0);
+    on_phase("shutting down and unloading", info);
+  }  // the plugin's shutdown, then its static destructors as it is unmapped
+  return info;
 }
 
 }  // namespace deltakern::detail

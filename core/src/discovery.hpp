@@ -12,12 +12,16 @@
 
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace deltakern::detail {
+
+class ProbeGate;
 
 // A loaded plugin: its library stays mapped and its instance alive while this lives; the
 // destructor calls the plugin's shutdown before the library is unmapped.
@@ -46,6 +50,7 @@ struct Plugins {
 
   std::vector<PluginInfo> infos;                   // every library found, in search order
   std::vector<std::unique_ptr<Backend>> backends;  // the loaded ones, in search order
+  size_t probe_children = 0;                       // child processes discovery spawned
 
   const Backend* find(std::string_view name) const;
   const PluginInfo& info(const Backend& backend) const { return infos[backend.info_index]; }
@@ -55,8 +60,21 @@ struct Plugins {
 // options' plugin_path, the config's search_paths, the install's and the build tree's.
 std::vector<std::filesystem::path> plugin_search_dirs(const RuntimeOptions& options, const Config& config);
 
-// Loads options' plugin_files, then every *.so of each directory in name order.
+// Loads options' plugin_files, then every *.so of each directory in name order, each one
+// first judged by the gate (a child process or a cached verdict) unless config.probe says
+// "in-process".
 Plugins discover_plugins(std::span<const std::filesystem::path> files,
-                         std::span<const std::filesystem::path> dirs, HostServices& host);
+                         std::span<const std::filesystem::path> dirs, HostServices& host,
+                         const ProbeConfig& probe);
+
+// Told the step a load is about to take ("loading", "running init", ...) and what is known
+// of the library so far, so that a process that dies during it can be said to have died
+// there, and which plugin it was.
+using PhaseListener = std::function<void(std::string_view phase, const PluginInfo& so_far)>;
+
+// Loads one library exactly as discovery does, but alone (nothing to be a duplicate of),
+// then shuts it down and unloads it, announcing each step first: what the probe child runs.
+PluginInfo check_library_alone(const std::filesystem::path& path, HostServices& host,
+                               const PhaseListener& on_phase);
 
 }  // namespace deltakern::detail

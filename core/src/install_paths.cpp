@@ -15,9 +15,13 @@ std::filesystem::path libdir_relative_to_prefix() {
 
 }  // namespace
 
-std::filesystem::path library_dir() { return boost::dll::this_line_location().parent_path(); }
+std::filesystem::path library_file() { return boost::dll::this_line_location(); }
+
+std::filesystem::path library_dir() { return library_file().parent_path(); }
 
 std::filesystem::path installed_plugin_dir() { return library_dir() / "deltakern" / "plugins"; }
+
+std::filesystem::path probe_helper_file() { return library_dir() / "deltakern" / "deltakern-probe"; }
 
 std::filesystem::path installed_config_file() {
   // Climb out of the libdir (one level for lib, two for lib/x86_64-linux-gnu) to the prefix.

@@ -6,10 +6,13 @@
 
 namespace deltakern::detail {
 
-// The directory libdeltakern was loaded from.
+// libdeltakern itself, and the directory it was loaded from.
+std::filesystem::path library_file();
 std::filesystem::path library_dir();
 // <libdir>/deltakern/plugins.
 std::filesystem::path installed_plugin_dir();
+// <libdir>/deltakern/deltakern-probe: the helper that checks a plugin in a child process.
+std::filesystem::path probe_helper_file();
 // <prefix>/share/deltakern/deltakern.toml (it may not exist).
 std::filesystem::path installed_config_file();
 

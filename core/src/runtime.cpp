@@ -4,6 +4,7 @@
 #include "dlpack_util.hpp"
 #include "log.hpp"
 #include "placeholder_call.hpp"
+#include "probe_gate.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>
@@ -57,7 +58,7 @@ Runtime::Impl::Impl(RuntimeOptions runtime_options)
   detail::logger().set_level(config.log_level);
   for (const auto& warning : config.warnings) detail::logger().warn("{}", warning);
   search_path = detail::plugin_search_dirs(options, config);
-  plugins = detail::discover_plugins(options.plugin_files, search_path, host);
+  plugins = detail::discover_plugins(options.plugin_files, search_path, host, config.probe);
   std::vector<std::string> names;
   for (const auto& info : plugins.infos)
     if (!info.name.empty()) names.push_back(info.name);
@@ -131,6 +132,13 @@ void Runtime::reset_fallback_counts() { impl_->fallbacks.reset(); }
 std::filesystem::path Runtime::config_file() const { return impl_->config.file; }
 
 std::vector<std::filesystem::path> Runtime::search_path() const { return impl_->search_path; }
+
+ProbeSummary Runtime::probe_summary() const {
+  const auto& probe = impl_->config.probe;
+  const bool child = probe.mode == detail::ProbeMode::child;
+  return {child ? "child" : "in-process", probe.timeout,
+          child ? detail::verdict_cache_file(probe) : std::filesystem::path(), impl_->plugins.probe_children};
+}
 
 Decision Runtime::explain(const CallSignature& signature) const {
   const detail::SignatureFields fields{

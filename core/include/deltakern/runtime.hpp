@@ -6,6 +6,7 @@
 #include <deltakern/plugin_abi.h>
 #include <deltakern/deltakern.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -69,6 +70,19 @@ struct PluginInfo {
   };
   std::vector<DeviceStatus> devices;  // one per device type any op declares
   std::vector<OpInfo> ops;
+  // Where the verdict that admitted or turned away the library came from: a child process
+  // that loaded it first, the verdict cache, or none (loaded straight into this process).
+  enum class Probe { in_process, child, cache };
+  Probe probe = Probe::in_process;
+  std::string probe_note;  // child: how long it took; in_process: why there was no child
+};
+
+// How discovery judged candidate libraries before loading them (plugins.probe*).
+struct ProbeSummary {
+  std::string mode;  // "child" or "in-process"
+  std::chrono::milliseconds timeout{0};
+  std::filesystem::path cache;  // empty: no verdict cache
+  size_t children = 0;          // child processes this runtime's discovery spawned
 };
 
 // The properties of a call that selection depends on (and the decision cache key).
@@ -137,6 +151,7 @@ class Runtime {
   bool strict() const;
   std::filesystem::path config_file() const;  // empty: built-in defaults
   std::vector<std::filesystem::path> search_path() const;
+  ProbeSummary probe_summary() const;
 
   Decision explain(const CallSignature& signature) const;
   BoundOp bound_op(std::string_view backend, std::string_view op) const;  // throws if absent

@@ -1,0 +1,12 @@
+// The probe helper's side: deltakern-probe is a thin main() around this, so that it checks a
+// library with the very code discovery uses.
+#pragma once
+
+namespace deltakern::detail {
+
+// deltakern-probe --verdict-fd N --parent PID --log-level LEVEL -- LIBRARY
+// Loads LIBRARY alone, checks its ABI, runs init, probe and shutdown, unloads it, and writes
+// the protocol's lines (probe_protocol.hpp) on descriptor N. Returns the exit status.
+int run_probe_child(int argc, char** argv);
+
+}  // namespace deltakern::detail

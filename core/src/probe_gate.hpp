@@ -1,0 +1,40 @@
+// The gate discovery passes each candidate library through before loading it in-process:
+// a cached verdict, or else a fresh one from a child process. A library the verdict turns
+// away is never loaded into this process.
+#pragma once
+
+#include "config.hpp"
+#include "probe_spawn.hpp"
+#include "verdict_cache.hpp"
+
+#include <deltakern/runtime.hpp>
+
+#include <optional>
+
+namespace deltakern::detail {
+
+struct Plugins;
+
+class ProbeGate {
+ public:
+  explicit ProbeGate(const ProbeConfig& config);
+
+  // True when discovery may load the library here. Fills info's probe fields and, when it
+  // says no, the name, version, ABI and reason the verdict found; a name already loaded is
+  // turned away as a duplicate without loading it at all.
+  bool admit(PluginInfo& info, const Plugins& loaded);
+
+  void save_cache();
+  size_t children_spawned() const { return children_; }
+
+ private:
+  ChildProbe how_;
+  std::optional<VerdictCache> cache_;
+  size_t children_ = 0;
+  bool warned_about_helper_ = false;
+};
+
+// Where the cache of this configuration lives; empty when there is none.
+std::filesystem::path verdict_cache_file(const ProbeConfig& config);
+
+}  // namespace deltakern::detail
