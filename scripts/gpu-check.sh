@@ -194,6 +194,13 @@ run() {
     else
       skip "compute-sanitizer racecheck" "time budget"
     fi
+    # initcheck: no kernel reads device memory that nothing wrote (the suite fills every input).
+    if [ "$(budget_left)" -ge 90 ]; then
+      step "compute-sanitizer initcheck (native, quick set)" $(($(budget_left) - 30)) \
+        compute-sanitizer --tool initcheck --error-exitcode 9 "$bin/native_selftest" "$native" --quick
+    else
+      skip "compute-sanitizer initcheck" "time budget"
+    fi
   fi
   if [ -x "$bin/native_selftest" ] && [ -f "$native" ] && [ "$(budget_left)" -ge 60 ]; then
     step "native kernel bench (C ABI)" $(($(budget_left) - 10)) "$bin/native_selftest" "$native" --no-check --bench

@@ -27,6 +27,8 @@
 
 using namespace dkgpu;
 
+cudaError_t dkgpu_launch_empty(cudaStream_t stream);
+
 namespace {
 
 std::mt19937_64 rng(7);
@@ -319,6 +321,9 @@ int main(int argc, char** argv) {
       for (auto& [n, us] : us_of) std::printf("  %s %7.2f us", n.c_str(), us);
       std::printf("\n");
     }
+    // The floor under every host time above and below: one bare kernel launch on this machine.
+    rows.push_back({"host time", "bare empty-kernel launch (floor)", "-", "cuda",
+                    median_host_us(stream, [&] { DKGPU_CHECK(dkgpu_launch_empty(stream)); }), 0, 0});
     // Host time of one eager varlen call (8k tokens, one sequence, max_seq_len given).
     {
       const int64_t D = 8192, T = 8192, S = 3, W = 4;
