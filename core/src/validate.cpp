@@ -22,6 +22,8 @@ std::string shape_text(const DLTensor& t) {
 }
 
 std::string strides_text(const DLTensor& t) {
+  // Compact strides are products of the sizes, which may not fit int64 in a rejected call.
+  if (t.strides == nullptr) return "none (compact)";
   std::vector<int64_t> strides;
   for (int d = 0; d < t.ndim; ++d) strides.push_back(stride_of(t, d));
   return fmt::format("({})", fmt::join(strides, ", "));
@@ -70,26 +72,45 @@ class Checker {
       reject(name, "expected a shape, got none");
     View v;
     v.t = &t;
+    // Sizes and strides come from the caller: every product and sum is checked, since a
+    // wrapped one would make a huge tensor look small (or empty) to every later check.
     int64_t compact_stride = 1, signs = 0, elements = 1, highest = 0;
+    bool overflow = false, empty = false;
     for (int d = Rank - 1; d >= 0; --d) {
       const int64_t size = t.shape[d];
       const int64_t stride = t.strides != nullptr ? t.strides[d] : compact_stride;
-      compact_stride *= size;
+      overflow |= __builtin_mul_overflow(compact_stride, size, &compact_stride);
       v.shape[d] = size;
       v.stride[d] = stride;
       signs |= size | stride;
-      elements *= size;
-      highest += (size - 1) * stride;
+      empty |= size == 0;
+      overflow |= __builtin_mul_overflow(elements, size, &elements);
+      int64_t last = 0, reach = 0;
+      overflow |= __builtin_sub_overflow(size, 1, &last);
+      overflow |= __builtin_mul_overflow(last, stride, &reach);
+      overflow |= __builtin_add_overflow(highest, reach, &highest);
     }
     if (signs < 0) [[unlikely]]
       negative(name, t);
-    if (elements > 0) {
+    if (!empty) {
       if (t.data == nullptr) [[unlikely]]
         reject(name, "expected data, got a null pointer");
-      const uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
-      v.range = {base, base + static_cast<uintptr_t>(highest + 1) * element_bytes(t.dtype)};
+      uintptr_t base = 0, bytes = 0, end = 0;
+      overflow |= __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &base);
+      overflow |= __builtin_mul_overflow(static_cast<uint64_t>(highest) + 1, element_bytes(t.dtype), &bytes);
+      overflow |= __builtin_add_overflow(base, bytes, &end);
+      if (overflow) [[unlikely]]
+        too_large(name, t);
+      v.range = {base, end};
     }
     return v;
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void too_large(const char* name, const DLTensor& t) const {
+    reject(name,
+           "expected element offsets that fit int64 and bytes inside the address space, got shape {} with "
+           "strides {} and byte_offset {}",
+           shape_text(t), strides_text(t), t.byte_offset);
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void negative(const char* name, const DLTensor& t) const {
