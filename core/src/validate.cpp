@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <utility>
@@ -70,6 +71,7 @@ class Checker {
     static_assert(Rank >= 1 && Rank <= 3);
     if (t.shape == nullptr) [[unlikely]]
       reject(name, "expected a shape, got none");
+    device_type(name, t.device);
     View v;
     v.t = &t;
     // Sizes and strides come from the caller: every product and sum is checked, since a
@@ -104,6 +106,20 @@ class Checker {
       v.range = {base, end};
     }
     return v;
+  }
+
+  // DLPack is C: a caller may store any int in the enum field, and C++ may not read a value
+  // outside the enum's range as the enum. So the field is read as an int, and a value that
+  // names no DLPack device is rejected before anything reads it as a DLDeviceType.
+  [[gnu::always_inline]] void device_type(const char* name, const DLDevice& device) const {
+    static_assert(sizeof(DLDeviceType) == sizeof(int32_t));
+    int32_t type = 0;
+    std::memcpy(&type, &device.device_type, sizeof type);
+    constexpr uint32_t known = 1u << kDLCPU | 1u << kDLCUDA | 1u << kDLCUDAHost | 1u << kDLOpenCL |
+                               1u << kDLVulkan | 1u << kDLMetal | 1u << kDLVPI | 1u << kDLROCM |
+                               1u << kDLROCMHost | 1u << kDLExtDev | 1u << kDLCUDAManaged;
+    if (static_cast<uint32_t>(type) >= 32 || (known >> type & 1u) == 0) [[unlikely]]
+      reject(name, "expected a DLPack device type (DLDeviceType), got device_type {}", type);
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void too_large(const char* name, const DLTensor& t) const {
