@@ -13,7 +13,7 @@ jobs=${JOBS:-$(nproc)}
 targets=(config schema validate)
 
 # The sanitizer job's tree (scripts/ci-sanitizers.sh); configured here too, so this runs alone.
-cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDELTAKERN_WITH_CUDA=OFF -DDELTAKERN_BUILD_BENCH=OFF \
   -DDELTAKERN_SANITIZE=address,undefined -DDELTAKERN_BUILD_FUZZERS=ON >/dev/null
 cmake --build build-asan -j "$jobs" --target "${targets[@]/#/fuzz_}"

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitizer-env.sh
 jobs=${JOBS:-$(nproc)}
-common=(-G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
+common=(-G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
         -DDELTAKERN_WITH_CUDA=OFF -DDELTAKERN_BUILD_BENCH=OFF)
 status=0
 
