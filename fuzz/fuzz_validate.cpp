@@ -5,11 +5,14 @@
 // What it accepts is then held to the promises kernels rely on, computed independently here:
 // every element addressable without 64-bit overflow, and no written tensor sharing memory
 // with another argument. Accepted calls whose index tensors are readable host memory go on
-// to the contents checks (validate = true), which read them.
+// to the contents checks (validate = true), which read them; and when those accept too and
+// every tensor lies in host memory the fuzzer owns, the call runs on the portable backend
+// (CPU): a call the core lets through must not make a kernel read or write out of bounds.
 #include "tensor_decoder.hpp"
 #include "validate.hpp"
 
 #include <deltakern/deltakern.hpp>
+#include <deltakern/runtime.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +82,25 @@ void expect_accept_or_reject(Check&& check) {
   }
 }
 
+bool all_backed_on_cpu(const DecodedCall& call) {
+  for (size_t i = 0; i < call.count(); ++i) {
+    const DecodedTensor& t = call.tensors[i];
+    if (t.present && (!t.backed || t.dl.device.device_type != kDLCPU)) return false;
+  }
+  return true;
+}
+
+// The portable backend, found in the build tree beside the core as an installed one would be.
+deltakern::Runtime& portable() {
+  static deltakern::Runtime rt([] {
+    deltakern::RuntimeOptions o;
+    o.read_environment = false;
+    o.force_backend = "portable";
+    return o;
+  }());
+  return rt;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -94,8 +116,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       constexpr size_t written[] = {0, 3};  // x (in-place backends), conv_states
       check_apart(call, written);
       constexpr size_t indices[] = {4, 5, 6};
-      if (call.check_contents && readable_on_host(call, indices))
+      if (call.check_contents && readable_on_host(call, indices)) {
         expect_accept_or_reject([&] { check_varlen_contents(args, g); });
+        if (all_backed_on_cpu(call)) (void)portable().causal_conv1d_varlen(args);
+      }
     } else {
       const auto args = call.update_args();
       UpdateGeometry g{};
@@ -105,8 +129,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       constexpr size_t written[] = {0, 1};  // x, conv_state
       check_apart(call, written);
       constexpr size_t indices[] = {4, 5};
-      if (call.check_contents && readable_on_host(call, indices))
+      if (call.check_contents && readable_on_host(call, indices)) {
         expect_accept_or_reject([&] { check_update_contents(args, g); });
+        if (all_backed_on_cpu(call)) (void)portable().causal_conv1d_update(args);
+      }
     }
   } catch (const Error&) {
     // A clean rejection.
