@@ -69,6 +69,16 @@ BOOST_AUTO_TEST_CASE(a_byte_range_that_wraps_the_address_space_is_rejected) {
       kTooLarge);
 }
 
+BOOST_AUTO_TEST_CASE(an_empty_tensor_whose_base_address_wraps_is_rejected) {
+  require_x_rejected(
+      [](VarlenCall& c) {
+        c.x->dl()->shape[1] = 0;  // no tokens: no element, but backends still form data + byte_offset
+        c.x->dl()->byte_offset =
+            std::numeric_limits<uint64_t>::max() - reinterpret_cast<uintptr_t>(c.x->dl()->data) + 2;
+      },
+      kTooLarge);
+}
+
 BOOST_AUTO_TEST_CASE(the_lowest_int64_size_is_a_negative_size) {
   require_x_rejected([](VarlenCall& c) { c.x->dl()->shape[1] = std::numeric_limits<int64_t>::min(); },
                      "expected non-negative sizes");

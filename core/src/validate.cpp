@@ -94,16 +94,21 @@ class Checker {
     }
     if (signs < 0) [[unlikely]]
       negative(name, t);
+    // Backends form data + byte_offset even for an empty tensor: it must not wrap either.
+    uintptr_t base = 0;
+    const bool base_wraps = __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &base);
     if (!empty) {
       if (t.data == nullptr) [[unlikely]]
         reject(name, "expected data, got a null pointer");
-      uintptr_t base = 0, bytes = 0, end = 0;
-      overflow |= __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &base);
+      uintptr_t bytes = 0, end = 0;
+      overflow |= base_wraps;
       overflow |= __builtin_mul_overflow(static_cast<uint64_t>(highest) + 1, element_bytes(t.dtype), &bytes);
       overflow |= __builtin_add_overflow(base, bytes, &end);
       if (overflow) [[unlikely]]
         too_large(name, t);
       v.range = {base, end};
+    } else if (base_wraps && t.data != nullptr) [[unlikely]] {
+      too_large(name, t);
     }
     return v;
   }
