@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <utility>
@@ -22,6 +23,8 @@ std::string shape_text(const DLTensor& t) {
 }
 
 std::string strides_text(const DLTensor& t) {
+  // Compact strides are products of the sizes, which may not fit int64 in a rejected call.
+  if (t.strides == nullptr) return "none (compact)";
   std::vector<int64_t> strides;
   for (int d = 0; d < t.ndim; ++d) strides.push_back(stride_of(t, d));
   return fmt::format("({})", fmt::join(strides, ", "));
@@ -68,49 +71,73 @@ class Checker {
     static_assert(Rank >= 1 && Rank <= 3);
     if (t.shape == nullptr) [[unlikely]]
       reject(name, "expected a shape, got none");
+    device_type(name, t.device);
     View v;
     v.t = &t;
-    // Sizes and strides come from other people's code: every product is checked, so a
-    // hostile shape is rejected instead of wrapping into a small, wrong byte range.
-    int64_t compact_stride = 1, signs = 0, highest = 0;
-    bool empty = false, overflow = false;
+    // Sizes and strides come from the caller: every product and sum is checked, since a
+    // wrapped one would make a huge tensor look small (or empty) to every later check.
+    int64_t compact_stride = 1, signs = 0, elements = 1, highest = 0;
+    bool overflow = false, empty = false;
     for (int d = Rank - 1; d >= 0; --d) {
       const int64_t size = t.shape[d];
       const int64_t stride = t.strides != nullptr ? t.strides[d] : compact_stride;
-      if (t.strides == nullptr) overflow |= __builtin_mul_overflow(compact_stride, size, &compact_stride);
+      overflow |= __builtin_mul_overflow(compact_stride, size, &compact_stride);
       v.shape[d] = size;
       v.stride[d] = stride;
       signs |= size | stride;
       empty |= size == 0;
-      int64_t reach = 0;
-      overflow |= __builtin_mul_overflow(size - 1, stride, &reach);
+      overflow |= __builtin_mul_overflow(elements, size, &elements);
+      int64_t last = 0, reach = 0;
+      overflow |= __builtin_sub_overflow(size, 1, &last);
+      overflow |= __builtin_mul_overflow(last, stride, &reach);
       overflow |= __builtin_add_overflow(highest, reach, &highest);
     }
     if (signs < 0) [[unlikely]]
       negative(name, t);
+    // Backends form data + byte_offset even for an empty tensor: it must not wrap either.
+    uintptr_t base = 0;
+    const bool base_wraps = __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &base);
     if (!empty) {
-      const auto element = static_cast<int64_t>(element_bytes(t.dtype));
-      int64_t bytes = 0;
-      overflow |= __builtin_add_overflow(highest, 1, &bytes);
-      overflow |= __builtin_mul_overflow(bytes, element, &bytes);
-      const uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
-      overflow |= base + static_cast<uintptr_t>(bytes) < base;
-      if (overflow) [[unlikely]]
-        reject(
-            name,
-            "expected a shape and strides whose extent fits the address space, got shape {} with strides {}",
-            shape_text(t), strides_text(t));
       if (t.data == nullptr) [[unlikely]]
         reject(name, "expected data, got a null pointer");
+      uintptr_t bytes = 0, end = 0;
+      overflow |= base_wraps;
+      overflow |= __builtin_mul_overflow(static_cast<uint64_t>(highest) + 1, element_bytes(t.dtype), &bytes);
+      overflow |= __builtin_add_overflow(base, bytes, &end);
+      if (overflow) [[unlikely]]
+        too_large(name, t);
       // A kernel loads whole elements; a misaligned one faults on a GPU.
-      if (base % static_cast<uintptr_t>(element) != 0) [[unlikely]]
+      const auto element = static_cast<uintptr_t>(element_bytes(t.dtype));
+      if (base % element != 0) [[unlikely]]
         reject(
             name,
             "expected data aligned to its {}-byte elements ({}), got address 0x{:x} (data + byte_offset {})",
             element, dtype_name(t.dtype), base, t.byte_offset);
-      v.range = {base, base + static_cast<uintptr_t>(bytes)};
+      v.range = {base, end};
+    } else if (base_wraps && t.data != nullptr) [[unlikely]] {
+      too_large(name, t);
     }
     return v;
+  }
+
+  // DLPack is C: a caller may store any int in the enum field, and C++ may not read a value
+  // outside the enum's range as the enum. So the field is read as an int, and a value that
+  // names no DLPack device is rejected before anything reads it as a DLDeviceType.
+  [[gnu::always_inline]] void device_type(const char* name, const DLDevice& device) const {
+    static_assert(sizeof(DLDeviceType) == sizeof(int32_t));
+    int32_t type = 0;
+    std::memcpy(&type, &device.device_type, sizeof type);
+    constexpr uint32_t known = 1u << kDLCPU | 1u << kDLCUDA | 1u << kDLCUDAHost | 1u << kDLOpenCL |
+                               1u << kDLVulkan | 1u << kDLMetal | 1u << kDLVPI | 1u << kDLROCM |
+                               1u << kDLROCMHost | 1u << kDLExtDev | 1u << kDLCUDAManaged;
+    if (static_cast<uint32_t>(type) >= 32 || (known >> type & 1u) == 0) [[unlikely]]
+      reject(name, "expected a DLPack device type (DLDeviceType), got device_type {}", type);
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void too_large(const char* name, const DLTensor& t) const {
+    reject(name,
+           "expected a shape and strides whose extent fits the address space, got shape {} with strides {}",
+           shape_text(t), strides_text(t));
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void negative(const char* name, const DLTensor& t) const {

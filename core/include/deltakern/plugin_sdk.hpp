@@ -82,9 +82,11 @@ inline int64_t numel(const DLTensor& t) {
   for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
   return n;
 }
-// Base address of element 0, byte_offset applied.
+// Base address of element 0, byte_offset applied. An empty tensor may have no data (DLPack
+// allows it, the core accepts it) whatever its byte_offset: null + offset would be undefined.
 template <class T>
 inline T* data_of(const DLTensor& t) {
+  if (t.data == nullptr) return nullptr;
   return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
 }
 

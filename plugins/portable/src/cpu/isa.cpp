@@ -15,12 +15,24 @@ struct Candidate {
 const KernelTable& select_kernels(const std::string& requested, std::string& why) {
 #if defined(DELTAKERN_PORTABLE_X86_ISAS)
   __builtin_cpu_init();
+#if defined(__clang__)
+  // clang 14 (Debian 12's, which the sanitizer and fuzzing builds use) knows no level names in
+  // __builtin_cpu_supports, so the levels are spelled as their defining features. F16C, LZCNT
+  // and MOVBE are not among the features it can test; every CPU with AVX2, FMA and BMI2 has them.
+  const bool v3 = __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0 &&
+                  __builtin_cpu_supports("bmi") != 0 && __builtin_cpu_supports("bmi2") != 0;
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
+                  __builtin_cpu_supports("avx512cd") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
+                  __builtin_cpu_supports("avx512vl") != 0;
+#else
+  const bool v3 = __builtin_cpu_supports("x86-64-v3") != 0;
   const bool v4 = __builtin_cpu_supports("x86-64-v4") != 0;
+#endif
   const Candidate candidates[] = {
       {"x86-64-v4+avx512bf16", &x86_64_v4_bf16::kernel_table,
        v4 && __builtin_cpu_supports("avx512bf16") != 0},
       {"x86-64-v4", &x86_64_v4::kernel_table, v4},
-      {"x86-64-v3", &x86_64_v3::kernel_table, __builtin_cpu_supports("x86-64-v3") != 0},
+      {"x86-64-v3", &x86_64_v3::kernel_table, v3},
       {"generic", &generic::kernel_table, true},
   };
 #else
