@@ -255,29 +255,36 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   // this warp's prior reads above before the writes below.
   __syncwarp();
   const int64_t len = seq.end - seq.start;
+  // All channels' entries are read before any is written, so a pass costs one round trip, not
+  // one per channel (short sequences are all start-up: this was most of their time).
+  for (int64_t i0 = 0; i0 < params.state_len; i0 += 32) {
+    const int64_t s = i0 + lane;
+    const bool active = s < params.state_len;
+    const int64_t rel = len - params.state_len + s;  // token of the sequence, or before it
+    float v[kNChannels];
 #pragma unroll
-  for (int i = 0; i < kNChannels; ++i) {
-    const int64_t c = c0 + i;
-    if (c >= params.dim) break;
-    const int64_t state_row = state_line + c * params.state_c_stride;
-    for (int64_t i0 = 0; i0 < params.state_len; i0 += 32) {
-      const int64_t s = i0 + lane;
-      const bool active = s < params.state_len;
-      float v = 0.f;
-      if (active) {
-        const int64_t rel = len - params.state_len + s;  // token of the sequence, or before it
-        if (rel >= 0) {
-          v = to_float(__ldg(x + c * params.x_c_stride + (seq.start + rel) * params.x_t_stride));
-        } else if (seq.has_init) {
-          v = load_state<input_t>(params.states, state_row + (s + len) * params.state_s_stride,
-                                  params.state_f32);
-        }
+    for (int i = 0; i < kNChannels; ++i) {
+      const int64_t c = c0 + i;
+      v[i] = 0.f;
+      if (!active || c >= params.dim) continue;
+      if (rel >= 0) {
+        v[i] = to_float(__ldg(x + c * params.x_c_stride + (seq.start + rel) * params.x_t_stride));
+      } else if (seq.has_init) {
+        v[i] = load_state<input_t>(params.states,
+                                   state_line + c * params.state_c_stride + (s + len) * params.state_s_stride,
+                                   params.state_f32);
       }
-      // For len < S the row shifts left: a lane reads the entry another lane of this pass
-      // overwrites. Later passes only read entries above those written so far.
-      __syncwarp();
-      if (active)
-        store_state<input_t>(params.states, state_row + s * params.state_s_stride, v, params.state_f32);
+    }
+    // For len < S the row shifts left: a lane reads the entry another lane of this pass
+    // overwrites. Later passes only read entries above those written so far.
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < kNChannels; ++i) {
+      const int64_t c = c0 + i;
+      if (active && c < params.dim)
+        store_state<input_t>(params.states,
+                             state_line + c * params.state_c_stride + s * params.state_s_stride, v[i],
+                             params.state_f32);
     }
   }
 }
