@@ -94,16 +94,15 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
   }
   int64_t granule, tile;
   if (channel_last) {
-    // Walkers are threads of kVec channels. Size the tiles so that the grid is whole waves of
-    // resident blocks, with tiles of at most ~256 tokens once T is large (the parked tail costs
-    // tail_len/tile of the writes, so tiles much shorter than 128 cost bandwidth).
+    // Walkers are threads of kVec channels. Size the tiles for about two blocks per SM: each
+    // thread's walk is then long enough to amortise its start-up (sequence lookup, prior, state),
+    // and the tiles still cover every SM. An H200 sweep of the tile length (NOTES.md) put the best
+    // at 1-2 blocks per SM for D = 4096 and 8192 from 8k to 32k tokens; tiles under 64 tokens
+    // would spend too much on parked tails.
     granule = 8;
     const int64_t channel_blocks =
         ceil_div(ceil_div(D, channel_last_vec_width(x_dtype, vectorized)), channel_last_threads());
-    const int64_t wave = sms * channel_last_blocks_per_sm(x_dtype, vectorized);
-    const int64_t tiles_per_wave = std::max<int64_t>(1, wave / channel_blocks);
-    const int64_t waves = std::max<int64_t>(1, ceil_div(T, tiles_per_wave * 256));
-    tile = round_up(ceil_div(T, tiles_per_wave * waves), granule);
+    tile = std::max<int64_t>(64, round_up(ceil_div(T * channel_blocks, 2 * sms), granule));
   } else {
     // A block is rows_per_block rows of (warps / rows) warp segments; the tile is what one block
     // covers. One warp segment per row measured best on the H200 (many sequences per tile cost
