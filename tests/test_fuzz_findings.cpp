@@ -42,8 +42,7 @@ void require_x_rejected(const std::function<void(VarlenCall&)>& breaks, const st
   BOOST_TEST((call.snapshot() == before), "a rejected call changed a tensor");
 }
 
-constexpr const char* kTooLarge =
-    "expected a shape and strides whose extent fits the address space";
+constexpr const char* kTooLarge = "expected a shape and strides whose extent fits the address space";
 
 }  // namespace
 
@@ -91,4 +90,11 @@ BOOST_AUTO_TEST_CASE(a_device_type_that_names_no_device_is_rejected_as_x_s) {
         std::memcpy(&c.x->dl()->device.device_type, &no_device, sizeof no_device);
       },
       "expected a DLPack device type (DLDeviceType), got device_type 1000");
+}
+
+// fuzz_validate, CI run of 2026-11-29 19:00 UTC: a dtype of zero lanes has zero-byte elements, and
+// the alignment check divided by that size.
+BOOST_AUTO_TEST_CASE(a_dtype_of_zero_lanes_is_rejected_as_a_dtype) {
+  require_x_rejected([](VarlenCall& c) { c.x->dl()->dtype.lanes = 0; },
+                     "expected dtype float32, float16 or bfloat16");
 }
