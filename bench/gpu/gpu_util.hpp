@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <dlpack/dlpack.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +49,25 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// Fills device memory with random nonzero bf16 values in [-1, 1): one random block uploaded,
+// then replicated on the device, which is fast for gigabytes.
+inline void fill_random_bf16(void* dst, size_t bytes, cudaStream_t s, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  const size_t block = std::min<size_t>((bytes + 1) / 2 * 2, size_t{4} << 20);
+  std::vector<uint16_t> h(block / 2);
+  for (auto& v : h) {
+    float f = static_cast<float>(dist(rng));
+    if (f == 0.f) f = 0.5f;
+    const __nv_bfloat16 b = __float2bfloat16_rn(f);
+    std::memcpy(&v, &b, 2);
+  }
+  DKGPU_CHECK(cudaMemcpyAsync(dst, h.data(), std::min(block, bytes), cudaMemcpyHostToDevice, s));
+  for (size_t off = block; off < bytes; off += block)
+    DKGPU_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, dst, std::min(block, bytes - off),
+                                cudaMemcpyDeviceToDevice, s));
+  DKGPU_CHECK(cudaStreamSynchronize(s));
+}
 
 enum class Dt { f32, f16, bf16 };
 inline const char* dt_name(Dt d) { return d == Dt::f32 ? "f32" : d == Dt::f16 ? "f16" : "bf16"; }

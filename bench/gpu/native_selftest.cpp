@@ -781,22 +781,7 @@ std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool chann
 
 // ---- timing
 
-void fill_random(void* dst, size_t bytes, cudaStream_t s) {
-  // One random block uploaded, then replicated on the device: fast for gigabytes.
-  const size_t block = std::min<size_t>((bytes + 1) / 2 * 2, size_t{4} << 20);
-  std::vector<uint16_t> h(block / 2);
-  for (auto& v : h) {
-    float f = static_cast<float>(uniform(-1, 1));
-    if (f == 0.f) f = 0.5f;
-    const __nv_bfloat16 b = __float2bfloat16_rn(f);
-    std::memcpy(&v, &b, 2);
-  }
-  DKGPU_CHECK(cudaMemcpyAsync(dst, h.data(), std::min(block, bytes), cudaMemcpyHostToDevice, s));
-  for (size_t off = block; off < bytes; off += block)
-    DKGPU_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, dst, std::min(block, bytes - off),
-                                cudaMemcpyDeviceToDevice, s));
-  DKGPU_CHECK(cudaStreamSynchronize(s));
-}
+void fill_random(void* dst, size_t bytes, cudaStream_t s) { dkgpu::fill_random_bf16(dst, bytes, s, rng); }
 
 void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::string& filter,
            int iters_override) {

@@ -100,15 +100,15 @@ class Checker {
     if (!empty) {
       if (t.data == nullptr) [[unlikely]]
         reject(name, "expected data, got a null pointer");
+      const auto element = static_cast<uintptr_t>(element_bytes(t.dtype));
       uintptr_t bytes = 0, end = 0;
       overflow |= base_wraps;
-      overflow |= __builtin_mul_overflow(static_cast<uint64_t>(highest) + 1, element_bytes(t.dtype), &bytes);
+      overflow |= __builtin_mul_overflow(static_cast<uint64_t>(highest) + 1, element, &bytes);
       overflow |= __builtin_add_overflow(base, bytes, &end);
       if (overflow) [[unlikely]]
         too_large(name, t);
       // A kernel loads whole elements; a misaligned one faults on a GPU. (A dtype of zero bits has
       // no alignment to check: the dtype checks reject it.)
-      const auto element = static_cast<uintptr_t>(element_bytes(t.dtype));
       if (element > 1 && base % element != 0) [[unlikely]]
         reject(
             name,
