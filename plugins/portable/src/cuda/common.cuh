@@ -59,15 +59,26 @@ __device__ __forceinline__ void store_state(void* p, int64_t i, float v, bool f3
 }
 
 // silu(v) = v / (1 + exp(-v)), in f32. With a 16-bit x the result is rounded to 8 or 11 bits, far
-// coarser than the approximate exp and division (a few f32 ulp), and their MUFU path keeps the
-// kernels memory-bound: the accurate ones cost ~15 instructions per element, about the whole
-// budget at H200 bandwidth. An f32 x moves twice the bytes per element and keeps the exact form.
+// coarser than the approximate functions below (a few f32 ulp; tanh.approx ~2^-11 relative, used
+// for bf16 only), and their MUFU path keeps the kernels memory-bound: the accurate ones cost ~15
+// instructions per element, about the whole budget at H200 bandwidth. tanh.approx and ex2.approx
+// are PTX for every target of the compute_75 PTX the plugin ships. An f32 x moves twice the bytes
+// per element and keeps the exact form.
 template <typename input_t>
 __device__ __forceinline__ float silu(float v) {
   if constexpr (std::is_same_v<input_t, float>) {
     return v / (1.f + expf(-v));
+  } else if constexpr (std::is_same_v<input_t, __nv_bfloat16>) {
+    // v * sigmoid(v) = h + h * tanh(h), h = v / 2: one MUFU op.
+    const float h = 0.5f * v;
+    float t;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(h));
+    return fmaf(h, t, h);
   } else {
-    return __fdividef(v, 1.f + __expf(-v));
+    // exp(-v) = 2^(-v log2 e), flushed to zero below 2^-126 (1 + that is 1 in f32 anyway).
+    float e;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-1.4426950408889634f * v));
+    return __fdividef(v, 1.f + e);
   }
 }
 
@@ -93,8 +104,16 @@ __device__ __forceinline__ Pack<T> load_pack_shared(const T* p) {
   memcpy(&r, &raw, sizeof(r));
   return r;
 }
+// One st.global.v4 through the intrinsic (global memory only): a plain uint4 store of a register aggregate
+// was lowered to four 32-bit stores (four times the store instructions and L2 requests).
 template <typename T>
 __device__ __forceinline__ void store_pack(T* p, const Pack<T>& v) {
+  uint4 raw;
+  memcpy(&raw, &v, sizeof(raw));
+  __stcg(reinterpret_cast<uint4*>(p), raw);
+}
+template <typename T>
+__device__ __forceinline__ void store_pack_shared(T* p, const Pack<T>& v) {
   uint4 raw;
   memcpy(&raw, &v, sizeof(raw));
   *reinterpret_cast<uint4*>(p) = raw;

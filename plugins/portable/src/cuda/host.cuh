@@ -44,6 +44,10 @@ class DeviceGuard {
   int device_ = 0;
 };
 
+// Multiprocessors of `device` (defined in runtime.cu; cached, so a call asks the runtime once per
+// device): the launchers size their grids by it.
+int sm_count(int device_id);
+
 // ---- parameters from the call (the core validated already; these checks keep a malformed call from
 // reaching a kernel)
 
@@ -194,7 +198,8 @@ inline UpdateParams make_update_params(const plugin::UpdateArgs& a, const DLTens
 
 // ---- per-layout launchers (varlen_time.cu, varlen_channel_last.cu): enqueue on `stream`, throw
 // plugin::Failure on a launch error.
-void launch_varlen_time(const VarlenParams& p, DType dtype, int64_t max_seq_len, cudaStream_t stream);
+void launch_varlen_time(const VarlenParams& p, DType dtype, int64_t max_seq_len, int sm_count,
+                        cudaStream_t stream);
 void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len, cudaStream_t stream);
 
 }  // namespace deltakern::portable::cuda

@@ -17,6 +17,7 @@ __device__ uint32_t g_error_word;
 // kept out of the hot path and out of a stream capture that starts later.
 constexpr int kMaxCachedDevices = 64;
 std::array<std::atomic<uint32_t*>, kMaxCachedDevices> g_error_word_ptrs{};
+std::array<std::atomic<int>, kMaxCachedDevices> g_sm_counts{};
 
 }  // namespace
 
@@ -45,6 +46,18 @@ int compute_capability(int device_id) {
   check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id), what);
   check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_id), what);
   return major * 10 + minor;
+}
+
+int sm_count(int device_id) {
+  const bool cached = device_id >= 0 && device_id < kMaxCachedDevices;
+  if (cached) {
+    if (const int n = g_sm_counts[device_id].load(std::memory_order_relaxed); n > 0) return n;
+  }
+  int n = 0;
+  check_cuda(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device_id),
+             "multiprocessor count of CUDA device " + std::to_string(device_id));
+  if (cached) g_sm_counts[device_id].store(n, std::memory_order_relaxed);
+  return n;
 }
 
 uint32_t* error_word_ptr(int device_id) {

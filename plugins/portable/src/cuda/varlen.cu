@@ -21,7 +21,7 @@ void causal_conv1d_varlen(const plugin::VarlenArgs& args, const DLTensor& out, i
   if (args.channel_last()) {
     launch_varlen_channel_last(p, dtype, max_seq_len, stream);
   } else {
-    launch_varlen_time(p, dtype, max_seq_len, stream);
+    launch_varlen_time(p, dtype, max_seq_len, sm_count(device), stream);
   }
 }
 

@@ -159,7 +159,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
           }
         }
       }
-      store_pack(&x_smem[r][c_idx * kNElts], pk);
+      store_pack_shared(&x_smem[r][c_idx * kNElts], pk);
     }
     if (l_idx < kWidth - 1) {
       // Only the first chunk of the first tile reaches before the sequence; other halos are x.
@@ -186,10 +186,13 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
     float o[kLPerThread];
 #pragma unroll
     for (int i = 0; i < kLPerThread; ++i) {
-      float acc = bias;
+      o[i] = bias;
 #pragma unroll
-      for (int k = 0; k < kWidth; ++k) acc += w[k] * xw[i + k];
-      o[i] = params.silu ? silu<input_t>(acc) : acc;
+      for (int k = 0; k < kWidth; ++k) o[i] += w[k] * xw[i + k];
+    }
+    if (params.silu) {  // one branch per run, not one per element
+#pragma unroll
+      for (int i = 0; i < kLPerThread; ++i) o[i] = silu<input_t>(o[i]);
     }
     // The outputs go back through the staging buffer (rounded once, to x's dtype) to leave with the
     // same 16-byte, line-wide stores as x came in.

@@ -1,108 +1,111 @@
-// causal_conv1d_varlen for time-contiguous x (stride(1) == 1). A warp owns a few channels of a token
-// tile; each lane holds a 16-byte run of consecutive tokens per channel, so a warp step covers
-// 32 runs. The W-1 entries before a run are the tail of the previous lane's run, fetched by
-// shuffle, and the step's last lanes hand theirs to the next step the same way: x is read once,
-// plus W-1 halo tokens per tile.
+// causal_conv1d_varlen for time-contiguous x (stride(1) == 1). A row group of L lanes (8, 16 or 32,
+// chosen per call from max_seq_len) walks one channel's token tile in steps of L 16-byte runs, so
+// each step is L * 16 contiguous bytes. The W-1 entries before a run are the tail of the run before
+// it, fetched by shuffle: from the previous lane, or for the first lanes from the last lanes of the
+// previous step. A row group walks several channels in turn, and its loads run kDepth runs ahead of
+// the compute through a ring of registers that crosses channel boundaries, so a lane keeps kDepth
+// loads in flight whether sequences are long or short. What a block needs once per channel (taps,
+// bias and, in a sequence's first tile, the sequence's head: its first run and the W-1 entries
+// before it, prior state included) is staged in shared memory at the block's start, and the first
+// tile writes the new state rows of all its channels at its end: the walk itself reads only x and
+// writes only out, at about a dozen instructions per element.
 #pragma once
+
+#include <algorithm>
 
 #include "common.cuh"
 
 namespace deltakern::portable::cuda {
 
-template <int kNThreads_, int kWidth_, int kNChannels_, int kNSteps_, bool kIsVecLoad_, typename input_t_>
+template <int kNThreads_, int kWidth_, int kDepth_, int kMaxIters_, bool kIsVecLoad_, typename input_t_>
 struct VarlenTimeKernelTraits {
   using input_t = input_t_;
   static constexpr int kNThreads = kNThreads_;
   static_assert(kNThreads % 32 == 0);
-  static constexpr int kNWarps = kNThreads / 32;
   static constexpr int kWidth = kWidth_;
-  static constexpr int kNElts = Pack<input_t>::kN;  // tokens per lane, channel and step
-  // Channels per warp: their loads are independent, so a lane keeps kNChannels 16-byte loads in
-  // flight. More channels per block also keeps blocks busy when sequences are short.
-  static constexpr int kNChannels = kNChannels_;
-  static constexpr int kBlockChannels = kNWarps * kNChannels;
-  // Steps run in order and stop at the sequence's end, so a short sequence costs one step while a
-  // long one amortises the block's start over kNSteps.
-  static constexpr int kNSteps = kNSteps_;
-  static constexpr int kStepLen = 32 * kNElts;
-  static constexpr int kTileLen = kStepLen * kNSteps;
+  static constexpr int kNElts = Pack<input_t>::kN;  // tokens per run
+  static constexpr int kDepth = kDepth_;            // runs a lane has in flight
+  static constexpr int kMaxIters = kMaxIters_;      // channels a row group walks, at most
+  static constexpr int kMinLanes = 8;
+  static constexpr int kMaxBlockChannels = kNThreads / kMinLanes * kMaxIters;
   static constexpr bool kIsVecLoad = kIsVecLoad_;
-  // Blocks per SM that the register budget must allow: 16 warps with 4 x 16 bytes in flight per
-  // lane (32 KiB per SM) covers the H200's bandwidth-latency product about twice over. Widths
-  // above 4 need more than 128 registers; they get 3 rather than spill.
-  static constexpr int kMinBlocks = kWidth <= 4 ? 4 : 3;
-  // A lane's halo then lies in at most the two lanes before it.
-  static_assert(kWidth - 1 <= 2 * kNElts);
-  // Then only the first tile of a sequence reaches before the sequence, into the prior state.
-  static_assert(kTileLen >= (kNElts - 1) + (kWidth - 1));
+  // A run's halo lies in at most the kMaxBack runs before it.
+  static constexpr int kMaxBack = (kWidth - 1 + kNElts - 1) / kNElts;
+  static_assert(kMaxBack <= 2);
+  // The staged head of a sequence: the W-1 entries before its aligned first run, then that run.
+  static constexpr int kHead = kWidth - 1 + kNElts;
+  // 24 warps per SM at up to 80 registers: with kDepth runs in flight per lane, 48 KiB per SM.
+  static constexpr int kMinBlocks = 6;
 };
 
-// Entries of e = concat(prior, x_b), kN consecutive ones from absolute token a0 on, for channels
-// c0 .. c0 + kNCh - 1 (zeros for channels past D): x inside the sequence, the prior state before it
-// (zeros without one, or where it does not reach back that far), zeros past its end (they only
-// feed outputs that are never stored). For the first tile's halo and for runs that straddle a
-// sequence boundary or miss the vector path's preconditions: rare, so out of line, where its
-// address arithmetic holds no registers across the hot path, and one call for all channels, so
-// that their loads share one round trip.
-template <int kN>
+// How a call is cut, chosen on the host from max_seq_len and the machine's size.
+struct TimeTiling {
+  int lanes_per_row;   // L: a power of two from 8 to 32
+  int steps_per_tile;  // a tile is steps_per_tile * L runs of one channel
+  int channel_iters;   // channels a row group walks in turn
+};
+
+// Entries of x's row `x` at absolute tokens a0 .. a0 + kN - 1 that lie in [start, end), zeros
+// elsewhere (they only feed outputs that are never stored). For runs that reach past x's last
+// token, and for calls that miss the vector path's preconditions: out of line, where its address
+// arithmetic holds no registers across the walk.
+template <typename input_t, int kN>
 struct Entries {
   float v[kN];
 };
-template <typename input_t, int kNCh, int kN>
-__device__ __noinline__ Entries<kNCh * kN> load_entries(const VarlenParams params, int64_t c0, int64_t a0,
-                                                        int64_t start, int64_t end, int64_t state_line,
-                                                        bool has_init) {
-  Entries<kNCh * kN> r;
+template <typename input_t, int kN>
+__device__ __noinline__ Entries<input_t, kN> load_entries(const input_t* x, int64_t t_stride, int64_t a0,
+                                                          int64_t start, int64_t end) {
+  Entries<input_t, kN> r;
 #pragma unroll
-  for (int i = 0; i < kNCh; ++i) {
-    const int64_t c = c0 + i;
-    const input_t* x = static_cast<const input_t*>(params.x) + c * params.x_c_stride;
-#pragma unroll
-    for (int e = 0; e < kN; ++e) {
-      const int64_t a = a0 + e;
-      const int64_t s = params.state_len - (start - a);
-      float v = 0.f;
-      if (c < params.dim && a < end) {
-        if (a >= start) {
-          v = to_float(__ldg(x + a * params.x_t_stride));
-        } else if (has_init && s >= 0) {
-          v = load_state<input_t>(params.states,
-                                  state_line + c * params.state_c_stride + s * params.state_s_stride,
-                                  params.state_f32);
-        }
-      }
-      r.v[i * kN + e] = v;
-    }
+  for (int e = 0; e < kN; ++e) {
+    const int64_t a = a0 + e;
+    r.v[e] = a >= start && a < end ? to_float(__ldg(x + a * t_stride)) : 0.f;
   }
   return r;
 }
 
 template <typename Ktraits>
 __global__ __launch_bounds__(Ktraits::kNThreads,
-                             Ktraits::kMinBlocks) void varlen_time_kernel(VarlenParams params) {
+                             Ktraits::kMinBlocks) void varlen_time_kernel(VarlenParams params,
+                                                                          TimeTiling tiling) {
+  constexpr int kNThreads = Ktraits::kNThreads;
   constexpr int kWidth = Ktraits::kWidth;
   constexpr int kNElts = Ktraits::kNElts;
-  constexpr int kNChannels = Ktraits::kNChannels;
-  constexpr int kStepLen = Ktraits::kStepLen;
+  constexpr int kDepth = Ktraits::kDepth;
+  constexpr int kHead = Ktraits::kHead;
+  constexpr int kMaxBack = Ktraits::kMaxBack;
   constexpr bool kIsVecLoad = Ktraits::kIsVecLoad;
   constexpr unsigned kFullMask = 0xffffffffu;
   using input_t = typename Ktraits::input_t;
 
-  const int lane = threadIdx.x % 32;
-  const int64_t c0 = (int64_t(blockIdx.z) * Ktraits::kNWarps + threadIdx.x / 32) * kNChannels;
+  __shared__ float taps_smem[Ktraits::kMaxBlockChannels][kWidth + 1];  // the taps, then the bias
+  __shared__ float head_smem[Ktraits::kMaxBlockChannels][kHead];
+
+  const int L = tiling.lanes_per_row;
+  const int lane = threadIdx.x % L;
+  const int group = threadIdx.x / L;
+  const int groups = kNThreads / L;
   const SeqInfo seq = load_seq(params, blockIdx.y);
-  // Tiles start on absolute multiples of kNElts so that every run is one aligned 16-byte access;
-  // the first run may then begin before the sequence.
-  const int64_t tile_start = seq.start - seq.start % kNElts + int64_t(blockIdx.x) * Ktraits::kTileLen;
+  // Runs start on absolute multiples of kNElts so that each is one aligned 16-byte access; the
+  // sequence's first run may then begin before it.
+  const int64_t step_len = int64_t(L) * kNElts;
+  const int64_t tile_len = step_len * tiling.steps_per_tile;
+  const int64_t seq_base = seq.start - seq.start % kNElts;
+  const int64_t tile_start = seq_base + int64_t(blockIdx.x) * tile_len;
   const bool first_tile = blockIdx.x == 0;
-  // The first tile always runs: it owns the state row, which changes even for an empty sequence.
+  // The first tile always runs: it owns the state rows, which change even for an empty sequence.
   if (!first_tile && tile_start >= seq.end) return;
   if (first_tile && seq.out_of_range && blockIdx.z == 0 && threadIdx.x == 0) {
     flag_error(params.error_word, DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE);
   }
-  // Everything below that decides on a channel or a step is uniform over the warp, so the shuffles
-  // always see 32 lanes.
-  if (c0 >= params.dim) return;
+  const int64_t block_c0 = int64_t(blockIdx.z) * groups * tiling.channel_iters;
+  if (block_c0 >= params.dim) return;
+  const int64_t block_span = int64_t(groups) * tiling.channel_iters;
+  const int block_channels = int(params.dim - block_c0 < block_span ? params.dim - block_c0 : block_span);
+  const int iters = (block_channels + groups - 1) / groups;
+  const int64_t tile_end = tile_start + tile_len < seq.end ? tile_start + tile_len : seq.end;
+  const int nsteps = tile_end > tile_start ? int((tile_end - tile_start + step_len - 1) / step_len) : 0;
   const input_t* x = static_cast<const input_t*>(params.x);
   input_t* out = static_cast<input_t*>(params.out);
 
@@ -123,190 +126,237 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
       }
     }
   };
+  auto run_start = [&](int s) { return tile_start + (int64_t(s) * L + lane) * kNElts; };
 
   if (seq.skip) {
     const float zeros[kNElts] = {};
-    for (int step = 0; step < Ktraits::kNSteps; ++step) {
-      const int64_t step_start = tile_start + int64_t(step) * kStepLen;
-      if (step_start >= seq.end) break;
-#pragma unroll
-      for (int i = 0; i < kNChannels; ++i) {
-        if (c0 + i < params.dim) store_run(c0 + i, step_start + lane * kNElts, zeros);
-      }
+    for (int it = 0; it < iters; ++it) {
+      const int64_t c = block_c0 + int64_t(it) * groups + group;
+      for (int s = 0; s < nsteps && c < params.dim; ++s)
+        if (run_start(s) < tile_end) store_run(c, run_start(s), zeros);
     }
     return;
   }
 
-  const int64_t state_line = seq.line * params.state_l_stride;
-  float w[kNChannels][kWidth];
-  float bias[kNChannels];
-#pragma unroll
-  for (int i = 0; i < kNChannels; ++i) {
-    const int64_t c = c0 + i;
-    const bool valid = c < params.dim;
-#pragma unroll
-    for (int k = 0; k < kWidth; ++k) {
-      w[i][k] =
-          valid ? load_param<input_t>(params.weight, c * params.weight_c_stride + k * params.weight_k_stride,
-                                      params.weight_f32)
-                : 0.f;
+  // Items: (channel iteration, step), steps from -1 in a later tile, where the last lanes load the
+  // runs before the tile for the first lanes' halo, and from 0 in the first tile, whose first lanes
+  // take their halo from the staged head.
+  const int s_begin = first_tile ? 0 : -1;
+  const int per_channel = nsteps - s_begin;
+  const int items = nsteps > 0 ? iters * per_channel : 0;
+  // The prefetch side of the ring: the next item to load.
+  int p_it = 0, p_s = s_begin;
+  auto prefetch = [&](uint4& raw) {
+    const int64_t c = block_c0 + int64_t(p_it) * groups + group;
+    const int64_t a0 = run_start(p_s);
+    // Runs past x's last token go element by element when computed; step -1 serves the last lanes.
+    if (kIsVecLoad && p_it < iters && c < params.dim && a0 < tile_end && a0 + kNElts <= params.tokens &&
+        (p_s >= 0 || lane >= L - kMaxBack)) {
+      raw = __ldg(reinterpret_cast<const uint4*>(x + c * params.x_c_stride + a0));
     }
-    bias[i] = valid && params.bias != nullptr
-                  ? load_param<input_t>(params.bias, c * params.bias_stride, params.bias_f32)
-                  : 0.f;
+    if (++p_s == nsteps) {
+      p_s = s_begin;
+      ++p_it;
+    }
+  };
+  uint4 raw[kDepth];
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) {
+    raw[d] = make_uint4(0, 0, 0, 0);
+    if (d < items) prefetch(raw[d]);
   }
-  // halo[i][j]: entry j of the W-1 before this lane's run, for the lanes (one or two) whose halo
-  // reaches into the previous step; f32, as in the first tile it can be the prior state.
-  float halo[kNChannels][kWidth - 1];
-  // In order, one at a time: the halo and the bytes in flight per lane stay those of one step.
-#pragma unroll 1
-  for (int step = 0; step < Ktraits::kNSteps; ++step) {
-    const int64_t step_start = tile_start + int64_t(step) * kStepLen;
-    if (step_start >= seq.end) break;
-    const int64_t a0 = step_start + lane * kNElts;
-    const bool full = a0 >= seq.start && a0 + kNElts <= seq.end;
-    float xv[kNChannels][kNElts];
-    if (kIsVecLoad && full) {
-#pragma unroll
-      for (int i = 0; i < kNChannels; ++i) {
-        const int64_t c = c0 + i;
-        Pack<input_t> pk{};
-        if (c < params.dim) pk = load_pack(x + c * params.x_c_stride + a0);
-#pragma unroll
-        for (int e = 0; e < kNElts; ++e) xv[i][e] = to_float(pk.v[e]);
-      }
-    } else {
-      const Entries<kNChannels* kNElts> run = load_entries<input_t, kNChannels, kNElts>(
-          params, c0, a0, seq.start, seq.end, state_line, seq.has_init);
-#pragma unroll
-      for (int i = 0; i < kNChannels; ++i) {
-#pragma unroll
-        for (int e = 0; e < kNElts; ++e) xv[i][e] = run.v[i * kNElts + e];
-      }
-    }
-    if (step == 0) {
-      // The first step's halo, fetched after its runs so that the loads overlap.
-      if (first_tile || !kIsVecLoad) {
-        // It may reach before the sequence: the lanes that need it take it entry by entry.
-        Entries<kNChannels*(kWidth - 1)> h{};
-        if (lane * kNElts < kWidth - 1) {
-          h = load_entries<input_t, kNChannels, kWidth - 1>(params, c0, a0 - (kWidth - 1), seq.start, seq.end,
-                                                            state_line, seq.has_init);
-        }
-#pragma unroll
-        for (int i = 0; i < kNChannels; ++i) {
-#pragma unroll
-          for (int j = 0; j < kWidth - 1; ++j) halo[i][j] = h.v[i * (kWidth - 1) + j];
-        }
-      } else {
-        // A later tile's halo is the tail of the (one or two) runs before the tile, whole runs
-        // inside the sequence: the last lanes load them as if for a step before this one, and
-        // hand them over as between steps.
-        constexpr int kMaxBack = (kWidth - 1 + kNElts - 1) / kNElts;
-#pragma unroll
-        for (int i = 0; i < kNChannels; ++i) {
-          const int64_t c = c0 + i;
-          Pack<input_t> prev{};
-          if (lane >= 32 - kMaxBack && c < params.dim) {
-            prev = load_pack(x + c * params.x_c_stride + a0 - kStepLen);
-          }
-#pragma unroll
-          for (int j = 0; j < kWidth - 1; ++j) {
-            const int back = (kWidth - 1 - j + kNElts - 1) / kNElts;
-            const int elt = j - (kWidth - 1) + back * kNElts;
-            halo[i][j] = __shfl_sync(kFullMask, to_float(prev.v[elt]), (lane - back) & 31);
-          }
-        }
-      }
-    }
 
+  // Staging, while the first runs are in flight.
+  const int64_t state_line = seq.line * params.state_l_stride;
+  for (int i = threadIdx.x; i < block_channels * (kWidth + 1); i += kNThreads) {
+    const int lc = i / (kWidth + 1), k = i % (kWidth + 1);
+    const int64_t c = block_c0 + lc;
+    float v = 0.f;
+    if (k < kWidth) {
+      v = load_param<input_t>(params.weight, c * params.weight_c_stride + k * params.weight_k_stride,
+                              params.weight_f32);
+    } else if (params.bias != nullptr) {
+      v = load_param<input_t>(params.bias, c * params.bias_stride, params.bias_f32);
+    }
+    taps_smem[lc][k] = v;
+  }
+  if (first_tile) {
+    // e = concat(prior, x_b) from token seq_base - (W-1) on: prior entries before the sequence
+    // (zeros without one or where it does not reach back), x inside it, zeros past its end.
+    for (int i = threadIdx.x; i < block_channels * kHead; i += kNThreads) {
+      const int lc = i / kHead, j = i % kHead;
+      const int64_t c = block_c0 + lc;
+      const int64_t a = seq_base - (kWidth - 1) + j;
+      const int64_t s = params.state_len - (seq.start - a);
+      float v = 0.f;
+      if (a >= seq.start && a < seq.end) {
+        v = to_float(__ldg(x + c * params.x_c_stride + a * params.x_t_stride));
+      } else if (a < seq.start && seq.has_init && s >= 0) {
+        v = load_state<input_t>(params.states,
+                                state_line + c * params.state_c_stride + s * params.state_s_stride,
+                                params.state_f32);
+      }
+      head_smem[lc][j] = v;
+    }
+  }
+  __syncthreads();
+
+  // The compute side: item (it, s).
+  int it = 0, s = s_begin;
+  float w[kWidth], bias = 0.f;
+  float sh_prev[kWidth - 1];
 #pragma unroll
-    for (int i = 0; i < kNChannels; ++i) {
-      if (c0 + i >= params.dim) break;
+  for (int k = 0; k < kWidth; ++k) w[k] = 0.f;
+#pragma unroll
+  for (int j = 0; j < kWidth - 1; ++j) sh_prev[j] = 0.f;
+
+#pragma unroll 1
+  for (int i0 = 0; i0 < items; i0 += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      if (i0 + d >= items) break;  // uniform over the block
+      const uint4 cur = raw[d];
+      if (i0 + d + kDepth < items) prefetch(raw[d]);
+
+      const int lc = it * groups + group;
+      const int64_t c = block_c0 + lc;
+      const bool valid = c < params.dim;
+      if (s == s_begin && valid) {
+#pragma unroll
+        for (int k = 0; k < kWidth; ++k) w[k] = taps_smem[lc][k];
+        bias = taps_smem[lc][kWidth];
+      }
+      const int64_t a0 = run_start(s);
+      const bool head_run = first_tile && s == 0 && lane * kNElts < kWidth - 1;
+      float xv[kNElts];
+      if (first_tile && s == 0 && lane == 0) {
+#pragma unroll
+        for (int e = 0; e < kNElts; ++e) xv[e] = valid ? head_smem[lc][kWidth - 1 + e] : 0.f;
+      } else if (kIsVecLoad && a0 + kNElts <= params.tokens) {
+        Pack<input_t> pk;
+        memcpy(&pk, &cur, sizeof(pk));
+#pragma unroll
+        for (int e = 0; e < kNElts; ++e) xv[e] = to_float(pk.v[e]);
+      } else if (valid && a0 < tile_end && (s >= 0 || lane >= L - kMaxBack)) {
+        const auto r = load_entries<input_t, kNElts>(x + c * params.x_c_stride, params.x_t_stride, a0,
+                                                     seq.start, seq.end);
+#pragma unroll
+        for (int e = 0; e < kNElts; ++e) xv[e] = r.v[e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < kNElts; ++e) xv[e] = 0.f;
+      }
+
+      // Entry j of a run's halo lies `back` runs before it, at element `elt` of that run: from lane
+      // l - back of this step, or for the first lanes from the last lanes of the previous step.
       float ev[kWidth - 1 + kNElts];
 #pragma unroll
       for (int j = 0; j < kWidth - 1; ++j) {
-        // Entry j lies `back` lanes before this one, at element `elt` of that lane's run.
         const int back = (kWidth - 1 - j + kNElts - 1) / kNElts;
         const int elt = j - (kWidth - 1) + back * kNElts;
-        const float v = __shfl_up_sync(kFullMask, xv[i][elt], back);
-        ev[j] = lane < back ? halo[i][j] : v;
-        // The same entry for the next step's first lanes: this step's last lanes.
-        halo[i][j] = __shfl_sync(kFullMask, xv[i][elt], (lane - back) & 31);
+        const float sh = __shfl_sync(kFullMask, xv[elt], (lane - back) & (L - 1), L);
+        ev[j] = lane >= back ? sh : sh_prev[j];
+        if (head_run) ev[j] = valid ? head_smem[lc][lane * kNElts + j] : 0.f;
+        sh_prev[j] = sh;
       }
 #pragma unroll
-      for (int e = 0; e < kNElts; ++e) ev[kWidth - 1 + e] = xv[i][e];
+      for (int e = 0; e < kNElts; ++e) ev[kWidth - 1 + e] = xv[e];
 
-      float o[kNElts];
+      if (s >= 0 && valid && a0 < tile_end) {
+        float o[kNElts];
 #pragma unroll
-      for (int e = 0; e < kNElts; ++e) {
-        float acc = bias[i];
+        for (int e = 0; e < kNElts; ++e) {
+          o[e] = bias;
 #pragma unroll
-        for (int k = 0; k < kWidth; ++k) acc += w[i][k] * ev[e + k];
-        o[e] = params.silu ? silu<input_t>(acc) : acc;
+          for (int k = 0; k < kWidth; ++k) o[e] += w[k] * ev[e + k];
+        }
+        // One branch per run, not one per element.
+        if (params.silu) {
+#pragma unroll
+          for (int e = 0; e < kNElts; ++e) o[e] = silu<input_t>(o[e]);
+        }
+        store_run(c, a0, o);
       }
-      store_run(c0 + i, a0, o);
+      if (++s == nsteps) {
+        s = s_begin;
+        ++it;
+      }
     }
   }
 
   if (!first_tile) return;
-  // The new row is the last S entries of e. Only the first tile reads the prior and only it writes
-  // the row, so no other tile of the sequence can observe a half-updated state; the barrier orders
-  // this warp's prior reads above before the writes below.
-  __syncwarp();
+  // The new rows are the last S entries of e. Only the first tile reads the prior (staged above,
+  // before the barrier) and only it writes the rows, so no other tile of the sequence can observe a
+  // half-updated state. For len < S a row shifts left: a thread reads an entry another thread of
+  // this pass overwrites, hence the barrier between reads and writes; later passes (higher flat
+  // indices) only read entries above those written so far.
+  constexpr int kRegs = 4;
   const int64_t len = seq.end - seq.start;
-  // All channels' entries are read before any is written, so a pass costs one round trip, not
-  // one per channel (short sequences are all start-up: this was most of their time).
-  for (int64_t i0 = 0; i0 < params.state_len; i0 += 32) {
-    const int64_t s = i0 + lane;
-    const bool active = s < params.state_len;
-    const int64_t rel = len - params.state_len + s;  // token of the sequence, or before it
-    float v[kNChannels];
+  const int64_t S = params.state_len;
+  const int64_t entries = int64_t(block_channels) * S;
+  for (int64_t i0 = 0; i0 < entries; i0 += kNThreads * kRegs) {
+    float v[kRegs];
 #pragma unroll
-    for (int i = 0; i < kNChannels; ++i) {
-      const int64_t c = c0 + i;
-      v[i] = 0.f;
-      if (!active || c >= params.dim) continue;
+    for (int r = 0; r < kRegs; ++r) {
+      const int64_t i = i0 + r * kNThreads + threadIdx.x;
+      const int64_t c = block_c0 + i / S, j = i % S;
+      const int64_t rel = len - S + j;  // token of the sequence, or before it
+      v[r] = 0.f;
+      if (i >= entries) continue;
       if (rel >= 0) {
-        v[i] = to_float(__ldg(x + c * params.x_c_stride + (seq.start + rel) * params.x_t_stride));
+        v[r] = to_float(__ldg(x + c * params.x_c_stride + (seq.start + rel) * params.x_t_stride));
       } else if (seq.has_init) {
-        v[i] = load_state<input_t>(params.states,
-                                   state_line + c * params.state_c_stride + (s + len) * params.state_s_stride,
+        v[r] = load_state<input_t>(params.states,
+                                   state_line + c * params.state_c_stride + (j + len) * params.state_s_stride,
                                    params.state_f32);
       }
     }
-    // For len < S the row shifts left: a lane reads the entry another lane of this pass
-    // overwrites. Later passes only read entries above those written so far.
-    __syncwarp();
+    __syncthreads();
 #pragma unroll
-    for (int i = 0; i < kNChannels; ++i) {
-      const int64_t c = c0 + i;
-      if (active && c < params.dim)
-        store_state<input_t>(params.states,
-                             state_line + c * params.state_c_stride + s * params.state_s_stride, v[i],
-                             params.state_f32);
+    for (int r = 0; r < kRegs; ++r) {
+      const int64_t i = i0 + r * kNThreads + threadIdx.x;
+      if (i >= entries) continue;
+      const int64_t c = block_c0 + i / S, j = i % S;
+      store_state<input_t>(params.states, state_line + c * params.state_c_stride + j * params.state_s_stride,
+                           v[r], params.state_f32);
     }
   }
 }
 
-// Picks the instantiation and the grid; `launch(Ktraits{}, grid)` enqueues it.
+// Picks the instantiation and the cut; `launch(Ktraits{}, grid, tiling)` enqueues it.
 template <typename input_t, class Launch>
-void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, Launch&& launch) {
+void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count, Launch&& launch) {
   constexpr int kNThreads = 128;
-  constexpr int kNChannels = 4;
-  constexpr int kNSteps = 4;
+  constexpr int kDepth = 4;
+  constexpr int kMaxIters = 8;
   constexpr int kNElts = Pack<input_t>::kN;
   // Vector access needs every run's address 16-byte aligned: unit token stride, a channel stride
   // that keeps rows aligned, and aligned bases. Anything else takes the element-wise path.
   const bool vec = p.x_t_stride == 1 && p.out_t_stride == 1 && p.x_c_stride % kNElts == 0 &&
                    p.out_c_stride % kNElts == 0 && aligned16(p.x) && aligned16(p.out);
+  // Lanes per channel: the fewest whose four steps cover the longest sequence, so that short
+  // sequences leave few lanes idle and long ones walk whole-warp steps.
+  TimeTiling t{32, 16, 1};
+  for (int lanes : {8, 16}) {
+    if (4 * int64_t(lanes) * kNElts >= max_seq_len) {
+      t.lanes_per_row = lanes;
+      break;
+    }
+  }
+  // Aligning its first run down lets a sequence span up to kNElts - 1 more tokens.
+  const int64_t tile_len = int64_t(t.steps_per_tile) * t.lanes_per_row * kNElts;
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(max_seq_len + kNElts - 1, tile_len));
+  const int64_t groups = kNThreads / t.lanes_per_row;
+  const int64_t row_blocks = ceil_div(p.dim, groups);
+  // About four waves of full blocks; beyond that a row group walks several channels, which
+  // amortises the block's start (sequence bounds, staging) over more work.
+  const int64_t target_blocks = int64_t(std::max(sm_count, 1)) * (2048 / kNThreads) * 4;
+  t.channel_iters = int(std::clamp<int64_t>(tiles * p.batch * row_blocks / target_blocks, 1, kMaxIters));
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {
-      using Ktraits = VarlenTimeKernelTraits<kNThreads, decltype(width)::value, kNChannels, kNSteps,
+      using Ktraits = VarlenTimeKernelTraits<kNThreads, decltype(width)::value, kDepth, kMaxIters,
                                              decltype(is_vec)::value, input_t>;
-      // Aligning its first run down lets a sequence span up to kNElts - 1 more tokens.
-      const int64_t tiles = std::max<int64_t>(1, ceil_div(max_seq_len + kNElts - 1, Ktraits::kTileLen));
-      launch(Ktraits{}, make_grid(tiles, p.batch, ceil_div(p.dim, Ktraits::kBlockChannels)));
+      launch(Ktraits{}, make_grid(tiles, p.batch, ceil_div(row_blocks, t.channel_iters)), t);
     });
   });
 }
