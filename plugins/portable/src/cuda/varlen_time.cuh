@@ -34,8 +34,9 @@ struct VarlenTimeKernelTraits {
   static_assert(kMaxBack <= 2);
   // The staged head of a sequence: the W-1 entries before its aligned first run, then that run.
   static constexpr int kHead = kWidth - 1 + kNElts;
-  // 24 warps per SM at up to 80 registers: with kDepth runs in flight per lane, 48 KiB per SM.
-  static constexpr int kMinBlocks = 6;
+  // 20 warps per SM at up to 102 registers, what the walk needs without spilling for widths up to
+  // 4: with kDepth runs in flight per lane, 40 KiB per SM.
+  static constexpr int kMinBlocks = kWidth <= 4 ? 5 : 4;
 };
 
 // How a call is cut, chosen on the host from max_seq_len and the machine's size.
@@ -140,23 +141,44 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
 
   // Items: (channel iteration, step), steps from -1 in a later tile, where the last lanes load the
   // runs before the tile for the first lanes' halo, and from 0 in the first tile, whose first lanes
-  // take their halo from the staged head.
+  // take their halo from the staged head. Positions inside the walk are 32-bit and relative to the
+  // tile (a tile is at most 32 * 16 runs), rows are pointers set once per channel: the per-run
+  // bookkeeping stays a few integer instructions.
   const int s_begin = first_tile ? 0 : -1;
   const int per_channel = nsteps - s_begin;
   const int items = nsteps > 0 ? iters * per_channel : 0;
+  const int step_tokens = L * kNElts;
+  const int rel_first = s_begin * step_tokens + lane * kNElts;  // this lane's first run of a channel
+  auto clamp_rel = [&](int64_t v) {
+    return int(v < -int64_t(step_len) ? -step_len : (v > tile_len + kNElts ? tile_len + kNElts : v));
+  };
+  const int rel_end = int(tile_end - tile_start);  // runs from here on are not stored
+  const int rel_seq_start = clamp_rel(seq.start - tile_start);
+  const int rel_seq_end = clamp_rel(seq.end - tile_start);
+  // A run is loaded whole when it lies before x's end; one that reaches past it (T not a multiple
+  // of the run) goes element by element.
+  const int rel_whole = clamp_rel(params.tokens - tile_start - kNElts + 1);
+  const int rel_load = rel_end < rel_whole ? rel_end : rel_whole;
+  auto row_of = [&](int it, int64_t& c) {
+    c = block_c0 + int64_t(it) * groups + group;
+    return c < params.dim;
+  };
   // The prefetch side of the ring: the next item to load.
-  int p_it = 0, p_s = s_begin;
+  int p_it = 0, p_rel = rel_first;
+  int64_t p_c;
+  bool p_valid = row_of(0, p_c);
+  const input_t* p_row = x + p_c * params.x_c_stride + tile_start;
+  // Step -1 serves only the last lanes.
+  const bool loads_before = lane >= L - kMaxBack;
   auto prefetch = [&](uint4& raw) {
-    const int64_t c = block_c0 + int64_t(p_it) * groups + group;
-    const int64_t a0 = run_start(p_s);
-    // Runs past x's last token go element by element when computed; step -1 serves the last lanes.
-    if (kIsVecLoad && p_it < iters && c < params.dim && a0 < tile_end && a0 + kNElts <= params.tokens &&
-        (p_s >= 0 || lane >= L - kMaxBack)) {
-      raw = __ldg(reinterpret_cast<const uint4*>(x + c * params.x_c_stride + a0));
+    if (kIsVecLoad && p_valid && p_rel < rel_load && (p_rel >= 0 || loads_before)) {
+      raw = __ldg(reinterpret_cast<const uint4*>(p_row + p_rel));
     }
-    if (++p_s == nsteps) {
-      p_s = s_begin;
-      ++p_it;
+    p_rel += step_tokens;
+    if (p_rel >= nsteps * step_tokens) {
+      p_rel = rel_first;
+      p_valid = ++p_it < iters && row_of(p_it, p_c);
+      p_row = x + p_c * params.x_c_stride + tile_start;
     }
   };
   uint4 raw[kDepth];
@@ -201,14 +223,24 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   }
   __syncthreads();
 
-  // The compute side: item (it, s).
-  int it = 0, s = s_begin;
+  // The compute side: item (it, rel).
+  int it = 0, rel = rel_first;
+  int64_t c;
+  bool valid = row_of(0, c);
+  int lc = group;  // the channel's row in the staged tables
+  input_t* o_row = out + c * params.out_c_stride + tile_start * params.out_t_stride;
   float w[kWidth], bias = 0.f;
   float sh_prev[kWidth - 1];
 #pragma unroll
-  for (int k = 0; k < kWidth; ++k) w[k] = 0.f;
-#pragma unroll
   for (int j = 0; j < kWidth - 1; ++j) sh_prev[j] = 0.f;
+  auto load_taps = [&] {
+#pragma unroll
+    for (int k = 0; k < kWidth; ++k) w[k] = taps_smem[lc][k];
+    bias = taps_smem[lc][kWidth];
+  };
+  load_taps();
+  // The first tile's first lanes take their halo, and lane 0 its run, from the staged head.
+  const bool head_lane = first_tile && lane * kNElts < kWidth - 1;
 
 #pragma unroll 1
   for (int i0 = 0; i0 < items; i0 += kDepth) {
@@ -218,30 +250,24 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
       const uint4 cur = raw[d];
       if (i0 + d + kDepth < items) prefetch(raw[d]);
 
-      const int lc = it * groups + group;
-      const int64_t c = block_c0 + lc;
-      const bool valid = c < params.dim;
-      if (s == s_begin && valid) {
-#pragma unroll
-        for (int k = 0; k < kWidth; ++k) w[k] = taps_smem[lc][k];
-        bias = taps_smem[lc][kWidth];
-      }
-      const int64_t a0 = run_start(s);
-      const bool head_run = first_tile && s == 0 && lane * kNElts < kWidth - 1;
+      const bool head_run = head_lane && rel == lane * kNElts;
       float xv[kNElts];
-      if (first_tile && s == 0 && lane == 0) {
+      if (head_run && lane == 0) {
 #pragma unroll
-        for (int e = 0; e < kNElts; ++e) xv[e] = valid ? head_smem[lc][kWidth - 1 + e] : 0.f;
-      } else if (kIsVecLoad && a0 + kNElts <= params.tokens) {
+        for (int e = 0; e < kNElts; ++e) xv[e] = head_smem[lc][kWidth - 1 + e];
+      } else if (kIsVecLoad && rel < rel_whole) {
         Pack<input_t> pk;
         memcpy(&pk, &cur, sizeof(pk));
 #pragma unroll
         for (int e = 0; e < kNElts; ++e) xv[e] = to_float(pk.v[e]);
-      } else if (valid && a0 < tile_end && (s >= 0 || lane >= L - kMaxBack)) {
-        const auto r = load_entries<input_t, kNElts>(x + c * params.x_c_stride, params.x_t_stride, a0,
-                                                     seq.start, seq.end);
+      } else if (valid && rel < rel_end && (rel >= 0 || loads_before)) {
+        // Inline: a call here would make every live register of the walk caller-saved.
+        const input_t* x_row = x + c * params.x_c_stride;
 #pragma unroll
-        for (int e = 0; e < kNElts; ++e) xv[e] = r.v[e];
+        for (int e = 0; e < kNElts; ++e) {
+          const int64_t t = tile_start + rel + e;
+          xv[e] = t >= seq.start && t < seq.end ? to_float(__ldg(x_row + t * params.x_t_stride)) : 0.f;
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < kNElts; ++e) xv[e] = 0.f;
@@ -256,13 +282,13 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
         const int elt = j - (kWidth - 1) + back * kNElts;
         const float sh = __shfl_sync(kFullMask, xv[elt], (lane - back) & (L - 1), L);
         ev[j] = lane >= back ? sh : sh_prev[j];
-        if (head_run) ev[j] = valid ? head_smem[lc][lane * kNElts + j] : 0.f;
+        if (head_run) ev[j] = head_smem[lc][lane * kNElts + j];
         sh_prev[j] = sh;
       }
 #pragma unroll
       for (int e = 0; e < kNElts; ++e) ev[kWidth - 1 + e] = xv[e];
 
-      if (s >= 0 && valid && a0 < tile_end) {
+      if (valid && rel >= 0 && rel < rel_end) {
         float o[kNElts];
 #pragma unroll
         for (int e = 0; e < kNElts; ++e) {
@@ -275,11 +301,28 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
 #pragma unroll
           for (int e = 0; e < kNElts; ++e) o[e] = silu<input_t>(o[e]);
         }
-        store_run(c, a0, o);
+        // A run that straddles a sequence boundary shares its 16 bytes with the neighbouring
+        // sequence, whose tile writes the other part: such runs are stored token by token.
+        if (kIsVecLoad && rel >= rel_seq_start && rel + kNElts <= rel_seq_end) {
+          Pack<input_t> pk;
+#pragma unroll
+          for (int e = 0; e < kNElts; ++e) pk.v[e] = from_float<input_t>(o[e]);
+          store_pack(o_row + rel, pk);  // unit token stride on this path
+        } else {
+#pragma unroll
+          for (int e = 0; e < kNElts; ++e) {
+            if (rel + e >= rel_seq_start && rel + e < rel_seq_end)
+              o_row[(rel + e) * params.out_t_stride] = from_float<input_t>(o[e]);
+          }
+        }
       }
-      if (++s == nsteps) {
-        s = s_begin;
-        ++it;
+      rel += step_tokens;
+      if (rel >= nsteps * step_tokens) {
+        rel = rel_first;
+        valid = ++it < iters && row_of(it, c);
+        lc += groups;
+        o_row = out + c * params.out_c_stride + tile_start * params.out_t_stride;
+        if (valid) load_taps();
       }
     }
   }
@@ -348,10 +391,15 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   const int64_t tiles = std::max<int64_t>(1, ceil_div(max_seq_len + kNElts - 1, tile_len));
   const int64_t groups = kNThreads / t.lanes_per_row;
   const int64_t row_blocks = ceil_div(p.dim, groups);
-  // About four waves of full blocks; beyond that a row group walks several channels, which
-  // amortises the block's start (sequence bounds, staging) over more work.
-  const int64_t target_blocks = int64_t(std::max(sm_count, 1)) * (2048 / kNThreads) * 4;
-  t.channel_iters = int(std::clamp<int64_t>(tiles * p.batch * row_blocks / target_blocks, 1, kMaxIters));
+  // A row group walks several channels when a channel's tile is short (up to about 32 steps of
+  // work per group for a sequence of mean length, which amortises the block's start: sequence
+  // bounds, staging, state rows), as long as the grid keeps at least two waves of blocks.
+  const int64_t step_len = int64_t(t.lanes_per_row) * kNElts;
+  const int64_t mean_len = p.tokens / std::max<int64_t>(p.batch, 1);
+  const int64_t steps = ceil_div(std::min(mean_len + kNElts - 1, tile_len), step_len);
+  const int64_t work_iters = ceil_div(32, std::max<int64_t>(steps, 1));
+  const int64_t parallel_iters = tiles * p.batch * row_blocks / (int64_t(std::max(sm_count, 1)) * 10);
+  t.channel_iters = int(std::clamp<int64_t>(std::min(work_iters, parallel_iters), 1, kMaxIters));
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {
       using Ktraits = VarlenTimeKernelTraits<kNThreads, decltype(width)::value, kDepth, kMaxIters,
