@@ -13,9 +13,9 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
   p.error_word = error_word_ptr(device);
   const auto stream = static_cast<cudaStream_t>(args.stream);
   dtype_switch(x_dtype(*args.x, "portable causal_conv1d_update (CUDA)"), [&](auto tag) {
-    update_dispatch<decltype(tag)>(p, [&](auto traits, dim3 grid) {
+    update_dispatch<decltype(tag)>(p, [&](auto traits, dim3 grid, int threads) {
       using Ktraits = decltype(traits);
-      update_kernel<Ktraits><<<grid, Ktraits::kNThreads, 0, stream>>>(p);
+      update_kernel<Ktraits><<<grid, threads, 0, stream>>>(p);
       check_launch("portable causal_conv1d_update (CUDA)");
     });
   });

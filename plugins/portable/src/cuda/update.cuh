@@ -10,7 +10,7 @@ namespace deltakern::portable::cuda {
 template <int kNThreads_, int kWidth_, typename input_t_>
 struct UpdateKernelTraits {
   using input_t = input_t_;
-  static constexpr int kNThreads = kNThreads_;
+  static constexpr int kNThreads = kNThreads_;  // at most; the launch picks 64 or 256
   static constexpr int kWidth = kWidth_;
   // Shift mode: state entries a thread reads before it writes any. A row of S <= kStateRegs (the
   // usual S = W-1 up to W = 5) shifts in one round trip to memory; 8 would double the registers.
@@ -29,7 +29,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
   using input_t = typename Ktraits::input_t;
 
   const int64_t b = blockIdx.x;
-  const int64_t c = int64_t(blockIdx.y) * Ktraits::kNThreads + threadIdx.x;
+  const int64_t c = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= params.dim) return;
   const input_t* x = static_cast<const input_t*>(params.x) + b * params.x_b_stride + c * params.x_c_stride;
   input_t* out = static_cast<input_t*>(params.out) + b * params.out_b_stride + c * params.out_c_stride;
@@ -85,6 +85,14 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
     }
   }
   if (circular) return;
+  if (params.state_len == kWidth - 1) {
+    // The usual S = W-1: the history now holds the last W-1 entries of concat(old row, x_b), which
+    // is the new row, so it is written without reading the row again.
+#pragma unroll
+    for (int j = 0; j < kWidth - 1; ++j)
+      store_state<input_t>(params.states, state_row + j * params.state_s_stride, hist[j], params.state_f32);
+    return;
+  }
 
   // Shift mode: the new row is the last S entries of concat(old row, x_b). Entry i comes from entry
   // Tq + i > i, so a pass that reads its entries before writing them never reads an entry it
@@ -112,14 +120,16 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
   }
 }
 
-// Picks the instantiation and the grid; `launch(Ktraits{}, grid)` enqueues it. Rows go on
-// grid.x (up to 2^31 - 1), channel blocks on grid.y.
+// Picks the instantiation and the grid; `launch(Ktraits{}, grid, threads)` enqueues it. Rows go on
+// grid.x (up to 2^31 - 1), channel blocks on grid.y. Small batches take 64 threads a block, so that
+// D = 2048 at batch 1 still spreads over 32 SMs; larger ones 256, a quarter of the blocks to start
+// (H200, D=8192, batch 1024: the 64-thread grid of 131072 blocks ran at 18% of copy).
 template <typename input_t, class Launch>
 void update_dispatch(const UpdateParams& p, Launch&& launch) {
-  constexpr int kNThreads = 64;  // D = 2048 at batch 1 still spreads over 32 SMs
+  const int threads = p.batch >= 16 ? 256 : 64;
   width_switch(p.width, [&](auto width) {
-    using Ktraits = UpdateKernelTraits<kNThreads, decltype(width)::value, input_t>;
-    launch(Ktraits{}, make_grid(p.batch, ceil_div(p.dim, kNThreads), 1));
+    using Ktraits = UpdateKernelTraits<256, decltype(width)::value, input_t>;
+    launch(Ktraits{}, make_grid(p.batch, ceil_div(p.dim, threads), 1), threads);
   });
 }
 
