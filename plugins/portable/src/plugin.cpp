@@ -199,6 +199,16 @@ int32_t init(const dk_host* host, void** out, char* error, size_t error_size) {
     std::string why;
     const cpu::KernelTable& kernels = cpu::select_kernels(isa_env != nullptr ? isa_env : "", why);
     if (!why.empty()) plugin::log(host, DK_LOG_WARN, "portable: " + why);
+#if defined(DELTAKERN_PORTABLE_CUDA)
+    if (const char* tiling = std::getenv("DELTAKERN_PORTABLE_CUDA_TILING");
+        tiling != nullptr && *tiling != '\0') {
+      std::string bad;
+      cuda::set_tiling_override(cuda::parse_tiling_override(tiling, bad));
+      plugin::log(host, bad.empty() ? DK_LOG_INFO : DK_LOG_WARN,
+                  bad.empty() ? std::string("portable: CUDA tiling forced: ") + tiling
+                              : "portable: " + bad + "; ignored");
+    }
+#endif
     auto instance = std::make_unique<PortablePlugin>(*host, thread_count(), kernels);
     plugin::log(host, DK_LOG_DEBUG,
                 std::string("portable: CPU kernels built for ") + kernels.isa + ", " +

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common.cuh"
+#include "launch.hpp"
 
 namespace deltakern::portable::cuda {
 
@@ -47,6 +48,12 @@ class DeviceGuard {
 // Multiprocessors of `device` (defined in runtime.cu; cached, so a call asks the runtime once per
 // device): the launchers size their grids by it.
 int sm_count(int device_id);
+
+// The forced cut (launch.hpp), applied by the launchers over their own choice.
+struct TilingOverride;
+const TilingOverride& tiling_override();
+// Channels a time-contiguous row group walks, at most (the kernel's staging tables are sized by it).
+constexpr int kMaxTimeChannelIters = 8;
 
 // ---- parameters from the call (the core validated already; these checks keep a malformed call from
 // reaching a kernel)
@@ -200,6 +207,7 @@ inline UpdateParams make_update_params(const plugin::UpdateArgs& a, const DLTens
 // plugin::Failure on a launch error.
 void launch_varlen_time(const VarlenParams& p, DType dtype, int64_t max_seq_len, int sm_count,
                         cudaStream_t stream);
-void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len, cudaStream_t stream);
+void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len, int sm_count,
+                                cudaStream_t stream);
 
 }  // namespace deltakern::portable::cuda

@@ -21,6 +21,18 @@ int compute_capability(int device_id);
 void causal_conv1d_varlen(const plugin::VarlenArgs& args, const DLTensor& out, int64_t max_seq_len);
 void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out);
 
+// How the prefill kernels cut a call is chosen from max_seq_len, the batch and the machine's size,
+// so the conformance suite's small shapes reach only some of the cuts. DELTAKERN_PORTABLE_CUDA_TILING
+// (read once, at init) forces them, for tests and sweeps: "lanes=8,steps=2,iters=3,chunks=1", any
+// subset; time-contiguous lanes per channel (8, 16, 32), steps per tile (1..64), channels per row
+// group (1..8); channel-last chunks per tile (1..64). Zero or absent: the launcher's choice.
+struct TilingOverride {
+  int lanes = 0, steps = 0, iters = 0, chunks = 0;
+};
+// Parses a spec; on a bad one returns no override and says why.
+TilingOverride parse_tiling_override(const std::string& spec, std::string& why);
+void set_tiling_override(const TilingOverride& o);
+
 // The device-side error word of `device_id` (one uint32, dk_error_bits), as a tensor
 // the plugin reads with read_to_host, and an enqueued reset.
 DLTensor error_word(int device_id);

@@ -1,6 +1,8 @@
 // Device discovery and the device-side error word of the portable CUDA path.
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <sstream>
 
 #include "host.cuh"
 #include "launch.hpp"
@@ -18,6 +20,9 @@ __device__ uint32_t g_error_word;
 constexpr int kMaxCachedDevices = 64;
 std::array<std::atomic<uint32_t*>, kMaxCachedDevices> g_error_word_ptrs{};
 std::array<std::atomic<int>, kMaxCachedDevices> g_sm_counts{};
+
+// Set once by the plugin's init, before any call.
+TilingOverride g_tiling_override;
 
 }  // namespace
 
@@ -47,6 +52,45 @@ int compute_capability(int device_id) {
   check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_id), what);
   return major * 10 + minor;
 }
+
+TilingOverride parse_tiling_override(const std::string& spec, std::string& why) {
+  TilingOverride o;
+  std::istringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    char* end = nullptr;
+    const long v = eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, &end, 10);
+    const bool number =
+        eq != std::string::npos && end != nullptr && *end == '\0' && end != item.c_str() + eq + 1;
+    auto take = [&](int& field, bool ok) {
+      if (!number || !ok) {
+        why = "DELTAKERN_PORTABLE_CUDA_TILING: bad value in '" + item + "'";
+        return false;
+      }
+      field = int(v);
+      return true;
+    };
+    bool ok = false;
+    if (key == "lanes") {
+      ok = take(o.lanes, v == 8 || v == 16 || v == 32);
+    } else if (key == "steps") {
+      ok = take(o.steps, v >= 1 && v <= 64);
+    } else if (key == "iters") {
+      ok = take(o.iters, v >= 1 && v <= kMaxTimeChannelIters);
+    } else if (key == "chunks") {
+      ok = take(o.chunks, v >= 1 && v <= 64);
+    } else {
+      why = "DELTAKERN_PORTABLE_CUDA_TILING: unknown key '" + key + "' (lanes, steps, iters, chunks)";
+    }
+    if (!ok) return TilingOverride{};
+  }
+  return o;
+}
+
+void set_tiling_override(const TilingOverride& o) { g_tiling_override = o; }
+const TilingOverride& tiling_override() { return g_tiling_override; }
 
 int sm_count(int device_id) {
   const bool cached = device_id >= 0 && device_id < kMaxCachedDevices;

@@ -4,14 +4,15 @@
 
 namespace deltakern::portable::cuda {
 
-void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len,
+void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len, int sm_count,
                                 cudaStream_t stream) {
   dtype_switch(dtype, [&](auto tag) {
-    varlen_channel_last_dispatch<decltype(tag)>(p, max_seq_len, [&](auto traits, dim3 grid) {
-      using Ktraits = decltype(traits);
-      varlen_channel_last_kernel<Ktraits><<<grid, Ktraits::kNThreads, 0, stream>>>(p);
-      check_launch("portable causal_conv1d_varlen (CUDA, channel-last)");
-    });
+    varlen_channel_last_dispatch<decltype(tag)>(
+        p, max_seq_len, sm_count, tiling_override(), [&](auto traits, dim3 grid, int tile_chunks) {
+          using Ktraits = decltype(traits);
+          varlen_channel_last_kernel<Ktraits><<<grid, Ktraits::kNThreads, 0, stream>>>(p, tile_chunks);
+          check_launch("portable causal_conv1d_varlen (CUDA, channel-last)");
+        });
   });
 }
 

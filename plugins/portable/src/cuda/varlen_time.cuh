@@ -368,10 +368,11 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
 
 // Picks the instantiation and the cut; `launch(Ktraits{}, grid, tiling)` enqueues it.
 template <typename input_t, class Launch>
-void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count, Launch&& launch) {
+void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count,
+                          const TilingOverride& force, Launch&& launch) {
   constexpr int kNThreads = 128;
   constexpr int kDepth = 4;
-  constexpr int kMaxIters = 8;
+  constexpr int kMaxIters = kMaxTimeChannelIters;
   constexpr int kNElts = Pack<input_t>::kN;
   // Vector access needs every run's address 16-byte aligned: unit token stride, a channel stride
   // that keeps rows aligned, and aligned bases. Anything else takes the element-wise path.
@@ -386,6 +387,7 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
       break;
     }
   }
+  if (force.lanes != 0) t.lanes_per_row = force.lanes;
   // Tiles of 16 steps, or 32 where the grid still holds about four waves of blocks: long walks
   // amortise a group's start (H200, D=8192, 128k tokens in one sequence: 75.5% of copy at 16
   // steps, 78.6% at 32).
@@ -396,6 +398,7 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   // Aligning its first run down lets a sequence span up to kNElts - 1 more tokens.
   const int64_t span = max_seq_len + kNElts - 1;
   if (ceil_div(span, 32 * step_len) * p.batch * row_blocks >= 4 * wave) t.steps_per_tile = 32;
+  if (force.steps != 0) t.steps_per_tile = force.steps;
   const int64_t tile_len = t.steps_per_tile * step_len;
   const int64_t tiles = std::max<int64_t>(1, ceil_div(span, tile_len));
   // A row group walks several channels when a channel's tile is short (up to about 64 steps of
@@ -408,6 +411,7 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   const int64_t work_iters = ceil_div(64, std::max<int64_t>(steps, 1));
   const int64_t parallel_iters = tiles * p.batch * row_blocks / (2 * wave);
   t.channel_iters = int(std::clamp<int64_t>(std::min(work_iters, parallel_iters), 1, kMaxIters));
+  if (force.iters != 0) t.channel_iters = force.iters;
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {
       using Ktraits = VarlenTimeKernelTraits<kNThreads, decltype(width)::value, kDepth, kMaxIters,
