@@ -311,9 +311,15 @@ int main(int argc, char** argv) {
     // The floor under every host time above and below: one bare kernel launch on this machine.
     rows.push_back({"host time", "bare empty-kernel launch (floor)", "-", "cuda",
                     median_host_us(stream, [&] { DKGPU_CHECK(dkgpu_launch_empty(stream)); }), 0, 0});
-    // Host time of one eager varlen call (8k tokens, one sequence, max_seq_len given).
-    {
-      const int64_t D = 8192, T = 8192, S = 3, W = 4;
+    // One eager varlen call (one sequence), max_seq_len given and omitted: the host time of a call,
+    // and the time per call back to back on the GPU's clock. Omitted, portable derives it through
+    // read_to_host (one sync per call: the host waits for the stream, and the GPU idles while the
+    // host launches the next call); native needs no max_seq_len, so its two rows are the same path.
+    // The core's default allocator is cudaMallocAsync on the device's current pool, whose default
+    // release threshold (0) hands unused memory back at every sync, so the next call's output is
+    // mapped anew: the third mode raises the threshold to show the sync's own cost.
+    for (const int64_t T : {int64_t{1024}, int64_t{8192}}) {
+      const int64_t D = 8192, S = 3, W = 4;
       DeviceBuffer x(D * T * 2), states(D * S * 2), w(D * W * 2), q(8);
       fill_random_bf16(x.get(), x.bytes(), stream);
       fill_random_bf16(states.get(), states.bytes(), stream);
@@ -323,21 +329,42 @@ int main(int argc, char** argv) {
       const View xv(x.get(), 0, bf16, {D, T}, {T, 1}), wv(w.get(), 0, bf16, {D, W}, {W, 1});
       const View sv(states.get(), 0, bf16, {1, D, S}, {D * S, S, 1}), qv(q.get(), 0, i32, {2}, {1});
       for (auto& be : backends) {
-        try {
-          const double host = median_host_us(stream, [&] {
+        for (const int mode : {0, 1, 2}) {
+          const bool given = mode == 0;
+          cudaMemPool_t pool = nullptr;
+          DKGPU_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+          uint64_t threshold = mode == 2 ? UINT64_MAX : 0;
+          DKGPU_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+          const auto call = [&](int) {
             deltakern::CausalConv1dVarlenArgs a;
             a.x = xv.get();
             a.weight = wv.get();
             a.conv_states = sv.get();
             a.query_start_loc = qv.get();
             a.activation = deltakern::Activation::silu;
-            a.max_seq_len = T;
+            if (given) a.max_seq_len = T;
             a.stream = stream;
             deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
-          });
-          rows.push_back({"host time", "varlen D=8192 T=8k eager", "time", be.name, host, 0, 0});
-        } catch (const std::exception& e) {
-          std::printf("host time varlen %s: %s\n", be.name.c_str(), e.what());
+          };
+          char shape[80];
+          std::snprintf(shape, sizeof shape, "varlen D=8192 T=%ldk, max_seq_len %s",
+                        static_cast<long>(T / 1024),
+                        mode == 0   ? "given"
+                        : mode == 1 ? "omitted"
+                                    : "omitted, pool keeps memory");
+          try {
+            rows.push_back(
+                {"eager, back to back", shape, "time", be.name, ev.us_per_call(stream, 50, call), 0, 0});
+            if (T == 8192)
+              rows.push_back(
+                  {"host time", shape, "time", be.name, median_host_us(stream, [&] { call(0); }), 0, 0});
+          } catch (const std::exception& e) {
+            std::printf("%s %s: %s\n", shape, be.name.c_str(), e.what());
+            cudaGetLastError();
+            DKGPU_CHECK(cudaStreamSynchronize(stream));
+          }
+          threshold = 0;
+          DKGPU_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
         }
       }
     }
