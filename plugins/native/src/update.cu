@@ -191,18 +191,14 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_kernel(const UpdateParam
 // straight into registers (consecutive threads are consecutive channels, so every access is
 // coalesced in both state layouts), weights loaded once per thread for all its rows. Two
 // dependent round trips (the index, then the state row) and no barrier: what batch 1 needs.
-// Blocks of 256 threads, or 64 below batch 16: the same channels then spread over four times the
-// SMs, each with a quarter of the requests to queue (H200, D=8192, batch 1 in graph replay: 2.43 us
-// at 256 threads a block, against 2.25 us for portable's 64-thread blocks).
 constexpr int kDirectThreads = 256;
-constexpr int kDirectThreadsSmall = 64;
 constexpr int kDirectMaxTokens = 4;
 
 template <typename T, int kS>
 __global__ void __launch_bounds__(kDirectThreads) update_direct_kernel(const UpdateParams p) {
   wait_for_previous_grid();
   allow_next_grid();
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kDirectThreads + threadIdx.x;
   if (c >= p.dim) return;
   const StateView& st = p.state;
   const ChannelTaps taps = load_taps(p.conv, c);
@@ -275,8 +271,7 @@ __global__ void __launch_bounds__(kDirectThreads) update_direct_kernel(const Upd
 template <typename T>
 static cudaError_t launch_update_direct(UpdateParams p, const LaunchOptions& o, cudaStream_t stream) {
   // Rows per thread: enough blocks to fill the machine, then longer per-thread loops.
-  const int threads = p.batch < 16 ? kDirectThreadsSmall : kDirectThreads;
-  const int64_t chan_blocks = (p.dim + threads - 1) / threads;
+  const int64_t chan_blocks = (p.dim + kDirectThreads - 1) / kDirectThreads;
   const int64_t target_blocks = static_cast<int64_t>(std::max(o.sm_count, 1)) * 8;
   int64_t rows = std::max<int64_t>(1, (p.batch * chan_blocks) / target_blocks);
   rows = std::min<int64_t>(rows, 16);
@@ -286,13 +281,13 @@ static cudaError_t launch_update_direct(UpdateParams p, const LaunchOptions& o, 
   const dim3 grid(static_cast<unsigned>(chan_blocks), static_cast<unsigned>(blocks_y));
   switch (p.state.len) {
     case 1:
-      return launch_kernel(update_direct_kernel<T, 1>, grid, dim3(threads), 0, stream, o.pdl, p);
+      return launch_kernel(update_direct_kernel<T, 1>, grid, dim3(kDirectThreads), 0, stream, o.pdl, p);
     case 2:
-      return launch_kernel(update_direct_kernel<T, 2>, grid, dim3(threads), 0, stream, o.pdl, p);
+      return launch_kernel(update_direct_kernel<T, 2>, grid, dim3(kDirectThreads), 0, stream, o.pdl, p);
     case 3:
-      return launch_kernel(update_direct_kernel<T, 3>, grid, dim3(threads), 0, stream, o.pdl, p);
+      return launch_kernel(update_direct_kernel<T, 3>, grid, dim3(kDirectThreads), 0, stream, o.pdl, p);
     default:
-      return launch_kernel(update_direct_kernel<T, 4>, grid, dim3(threads), 0, stream, o.pdl, p);
+      return launch_kernel(update_direct_kernel<T, 4>, grid, dim3(kDirectThreads), 0, stream, o.pdl, p);
   }
 }
 

@@ -104,8 +104,8 @@ __device__ __forceinline__ Pack<T> load_pack_shared(const T* p) {
   memcpy(&r, &raw, sizeof(r));
   return r;
 }
-// One st.global.v4 through the intrinsic (global memory only): a plain uint4 store of a register aggregate
-// was lowered to four 32-bit stores (four times the store instructions and L2 requests).
+// One st.global.v4 through the intrinsic (global memory only): a plain uint4 store of a register
+// aggregate was lowered to four 32-bit stores (four times the store instructions and L2 requests).
 template <typename T>
 __device__ __forceinline__ void store_pack(T* p, const Pack<T>& v) {
   uint4 raw;

@@ -241,7 +241,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   }
 }
 
-// Picks the instantiation and the grid; `launch(Ktraits{}, grid)` enqueues it.
+// Picks the instantiation, the grid and the tile length; `launch(Ktraits{}, grid, tile_chunks)` enqueues it.
 template <typename input_t, class Launch>
 void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count,
                                   const TilingOverride& force, Launch&& launch) {

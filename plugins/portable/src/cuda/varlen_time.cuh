@@ -8,7 +8,7 @@
 // bias and, in a sequence's first tile, the sequence's head: its first run and the W-1 entries
 // before it, prior state included) is staged in shared memory at the block's start, and the first
 // tile writes the new state rows of all its channels at its end: the walk itself reads only x and
-// writes only out, at about a dozen instructions per element.
+// writes only out.
 #pragma once
 
 #include <algorithm>
@@ -45,26 +45,6 @@ struct TimeTiling {
   int steps_per_tile;  // a tile is steps_per_tile * L runs of one channel
   int channel_iters;   // channels a row group walks in turn
 };
-
-// Entries of x's row `x` at absolute tokens a0 .. a0 + kN - 1 that lie in [start, end), zeros
-// elsewhere (they only feed outputs that are never stored). For runs that reach past x's last
-// token, and for calls that miss the vector path's preconditions: out of line, where its address
-// arithmetic holds no registers across the walk.
-template <typename input_t, int kN>
-struct Entries {
-  float v[kN];
-};
-template <typename input_t, int kN>
-__device__ __noinline__ Entries<input_t, kN> load_entries(const input_t* x, int64_t t_stride, int64_t a0,
-                                                          int64_t start, int64_t end) {
-  Entries<input_t, kN> r;
-#pragma unroll
-  for (int e = 0; e < kN; ++e) {
-    const int64_t a = a0 + e;
-    r.v[e] = a >= start && a < end ? to_float(__ldg(x + a * t_stride)) : 0.f;
-  }
-  return r;
-}
 
 template <typename Ktraits>
 __global__ __launch_bounds__(Ktraits::kNThreads,
@@ -110,51 +90,51 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   const input_t* x = static_cast<const input_t*>(params.x);
   input_t* out = static_cast<input_t*>(params.out);
 
-  // A run that straddles a sequence boundary shares its 16 bytes with the neighbouring sequence,
-  // whose tile writes the other part: such runs are stored token by token.
-  auto store_run = [&](int64_t c, int64_t a0, const float(&v)[kNElts]) {
-    input_t* row = out + c * params.out_c_stride;
-    if (kIsVecLoad && a0 >= seq.start && a0 + kNElts <= seq.end) {
-      Pack<input_t> pk;
-#pragma unroll
-      for (int e = 0; e < kNElts; ++e) pk.v[e] = from_float<input_t>(v[e]);
-      store_pack(row + a0, pk);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kNElts; ++e) {
-        const int64_t a = a0 + e;
-        if (a >= seq.start && a < seq.end) row[a * params.out_t_stride] = from_float<input_t>(v[e]);
-      }
-    }
-  };
-  auto run_start = [&](int s) { return tile_start + (int64_t(s) * L + lane) * kNElts; };
-
-  if (seq.skip) {
-    const float zeros[kNElts] = {};
-    for (int it = 0; it < iters; ++it) {
-      const int64_t c = block_c0 + int64_t(it) * groups + group;
-      for (int s = 0; s < nsteps && c < params.dim; ++s)
-        if (run_start(s) < tile_end) store_run(c, run_start(s), zeros);
-    }
-    return;
-  }
-
-  // Items: (channel iteration, step), steps from -1 in a later tile, where the last lanes load the
-  // runs before the tile for the first lanes' halo, and from 0 in the first tile, whose first lanes
-  // take their halo from the staged head. Positions inside the walk are 32-bit and relative to the
-  // tile (a tile is at most 32 * 32 runs), rows are pointers set once per channel: the per-run
-  // bookkeeping stays a few integer instructions.
-  const int s_begin = first_tile ? 0 : -1;
-  const int per_channel = nsteps - s_begin;
-  const int items = nsteps > 0 ? iters * per_channel : 0;
+  // Positions inside the tile are 32-bit offsets from tile_start (a tile is at most 32 * 32 runs),
+  // with the sequence's bounds clamped to just outside the tile: the per-run bookkeeping stays a
+  // few integer instructions.
   const int step_tokens = L * kNElts;
-  const int rel_first = s_begin * step_tokens + lane * kNElts;  // this lane's first run of a channel
   auto clamp_rel = [&](int64_t v) {
     return int(v < -int64_t(step_len) ? -step_len : (v > tile_len + kNElts ? tile_len + kNElts : v));
   };
   const int rel_end = int(tile_end - tile_start);  // runs from here on are not stored
   const int rel_seq_start = clamp_rel(seq.start - tile_start);
   const int rel_seq_end = clamp_rel(seq.end - tile_start);
+  auto out_row = [&](int64_t c) { return out + c * params.out_c_stride + tile_start * params.out_t_stride; };
+  // A run that straddles a sequence boundary shares its 16 bytes with the neighbouring sequence,
+  // whose tile writes the other part: such runs are stored token by token.
+  auto store_run = [&](input_t* o_row, int rel, const float(&v)[kNElts]) {
+    if (kIsVecLoad && rel >= rel_seq_start && rel + kNElts <= rel_seq_end) {
+      Pack<input_t> pk;
+#pragma unroll
+      for (int e = 0; e < kNElts; ++e) pk.v[e] = from_float<input_t>(v[e]);
+      store_pack(o_row + rel, pk);  // unit token stride on this path
+    } else {
+#pragma unroll
+      for (int e = 0; e < kNElts; ++e) {
+        if (rel + e >= rel_seq_start && rel + e < rel_seq_end)
+          o_row[(rel + e) * params.out_t_stride] = from_float<input_t>(v[e]);
+      }
+    }
+  };
+
+  if (seq.skip) {
+    const float zeros[kNElts] = {};
+    for (int it = 0; it < iters; ++it) {
+      const int64_t c = block_c0 + int64_t(it) * groups + group;
+      if (c >= params.dim) continue;
+      for (int rel = lane * kNElts; rel < rel_end; rel += step_tokens) store_run(out_row(c), rel, zeros);
+    }
+    return;
+  }
+
+  // Items: (channel iteration, step), steps from -1 in a later tile, where the last lanes load the
+  // runs before the tile for the first lanes' halo, and from 0 in the first tile, whose first lanes
+  // take their halo from the staged head. Rows are pointers set once per channel.
+  const int s_begin = first_tile ? 0 : -1;
+  const int per_channel = nsteps - s_begin;
+  const int items = nsteps > 0 ? iters * per_channel : 0;
+  const int rel_first = s_begin * step_tokens + lane * kNElts;  // this lane's first run of a channel
   // A run is loaded whole when it lies before x's end; one that reaches past it (T not a multiple
   // of the run) goes element by element.
   const int rel_whole = clamp_rel(params.tokens - tile_start - kNElts + 1);
@@ -228,7 +208,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   int64_t c;
   bool valid = row_of(0, c);
   int lc = group;  // the channel's row in the staged tables
-  input_t* o_row = out + c * params.out_c_stride + tile_start * params.out_t_stride;
+  input_t* o_row = out_row(c);
   float w[kWidth], bias = 0.f;
   float sh_prev[kWidth - 1];
 #pragma unroll
@@ -301,27 +281,14 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
 #pragma unroll
           for (int e = 0; e < kNElts; ++e) o[e] = silu<input_t>(o[e]);
         }
-        // A run that straddles a sequence boundary shares its 16 bytes with the neighbouring
-        // sequence, whose tile writes the other part: such runs are stored token by token.
-        if (kIsVecLoad && rel >= rel_seq_start && rel + kNElts <= rel_seq_end) {
-          Pack<input_t> pk;
-#pragma unroll
-          for (int e = 0; e < kNElts; ++e) pk.v[e] = from_float<input_t>(o[e]);
-          store_pack(o_row + rel, pk);  // unit token stride on this path
-        } else {
-#pragma unroll
-          for (int e = 0; e < kNElts; ++e) {
-            if (rel + e >= rel_seq_start && rel + e < rel_seq_end)
-              o_row[(rel + e) * params.out_t_stride] = from_float<input_t>(o[e]);
-          }
-        }
+        store_run(o_row, rel, o);
       }
       rel += step_tokens;
       if (rel >= nsteps * step_tokens) {
         rel = rel_first;
         valid = ++it < iters && row_of(it, c);
         lc += groups;
-        o_row = out + c * params.out_c_stride + tile_start * params.out_t_stride;
+        o_row = out_row(c);
         if (valid) load_taps();
       }
     }
