@@ -28,15 +28,7 @@ namespace {
 constexpr DLDevice kCuda{kDLCUDA, 0};
 constexpr DLDataType kI8{kDLInt, 8, 1};
 
-// Served by the in-place test backend, so the call runs wherever validation lets it.
-Runtime& runtime() {
-  static Runtime rt([] {
-    RuntimeOptions o = base_options();
-    o.force_backend = "standin";
-    return o;
-  }());
-  return rt;
-}
+Runtime& runtime() { return standin_runtime(); }
 
 // The classes issue 5 lists; every one has rows for both ops (checked below).
 const std::set<std::string> kClasses{

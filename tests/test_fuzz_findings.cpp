@@ -17,14 +17,7 @@ using namespace deltakern::test;
 
 namespace {
 
-Runtime& runtime() {
-  static Runtime rt([] {
-    RuntimeOptions o = base_options();
-    o.force_backend = "standin";
-    return o;
-  }());
-  return rt;
-}
+Runtime& runtime() { return standin_runtime(); }
 
 void require_x_rejected(const std::function<void(VarlenCall&)>& breaks, const std::string& reason) {
   VarlenCall call;

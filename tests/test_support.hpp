@@ -34,6 +34,17 @@ inline RuntimeOptions base_options() {
   return o;
 }
 
+// One runtime per test program, forced to the in-place CPU test backend, so a call runs wherever
+// validation lets it through.
+inline Runtime& standin_runtime() {
+  static Runtime rt([] {
+    RuntimeOptions o = base_options();
+    o.force_backend = "standin";
+    return o;
+  }());
+  return rt;
+}
+
 // Sets (or unsets, with nullopt) an environment variable for one scope.
 class ScopedEnv {
  public:
