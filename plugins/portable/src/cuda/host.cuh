@@ -50,7 +50,6 @@ class DeviceGuard {
 int sm_count(int device_id);
 
 // The forced cut (launch.hpp), applied by the launchers over their own choice.
-struct TilingOverride;
 const TilingOverride& tiling_override();
 // Channels a time-contiguous row group walks, at most (the kernel's staging tables are sized by it).
 constexpr int kMaxTimeChannelIters = 8;

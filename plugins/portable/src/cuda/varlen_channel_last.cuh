@@ -247,6 +247,7 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, in
                                   const TilingOverride& force, Launch&& launch) {
   constexpr int kNThreads = 128;
   constexpr int kChunkL = 64;
+  constexpr int kChunkC = 128 / int(sizeof(input_t));  // channels a block stages
   constexpr int kNElts = Pack<input_t>::kN;
   // Vector access needs every 16-byte channel group aligned and inside D: unit channel stride,
   // token strides and D multiples of a pack, aligned bases. Anything else goes element-wise.
@@ -258,7 +259,7 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, in
   // sequence holds fewer blocks that find nothing to do. 16 chunks where the grid still holds
   // about four waves of blocks at 6 per SM, else 4 (H200, D=8192, % of copy at 8k / 128k tokens in
   // one sequence: 4 chunks 71.0 / 68.9, 16 chunks 64.1 / 72.2).
-  const int64_t channel_blocks = ceil_div(p.dim, int64_t(128 / int(sizeof(input_t))));
+  const int64_t channel_blocks = ceil_div(p.dim, int64_t(kChunkC));
   const int64_t wave = int64_t(std::max(sm_count, 1)) * 6;
   int tile_chunks =
       ceil_div(max_seq_len, int64_t(kChunkL) * 16) * p.batch * channel_blocks >= 4 * wave ? 16 : 4;
@@ -267,8 +268,9 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, in
     bool_switch(vec, [&](auto is_vec) {
       using Ktraits = VarlenChannelLastKernelTraits<kNThreads, decltype(width)::value, kChunkL,
                                                     decltype(is_vec)::value, input_t>;
+      static_assert(Ktraits::kChunkC == kChunkC);
       const int64_t tiles = std::max<int64_t>(1, ceil_div(max_seq_len, int64_t(kChunkL) * tile_chunks));
-      launch(Ktraits{}, make_grid(tiles, p.batch, ceil_div(p.dim, Ktraits::kChunkC)), tile_chunks);
+      launch(Ktraits{}, make_grid(tiles, p.batch, channel_blocks), tile_chunks);
     });
   });
 }
