@@ -71,13 +71,17 @@ inline bool same_dtype(const DLDataType& a, const DLDataType& b) {
 
 // ---- tensor geometry (strides in elements; NULL strides mean compact row-major)
 
+// The core validated that a non-empty tensor's sizes multiply within int64; an empty one's need not,
+// so the products stop at the first overflow (0: no element is addressed through such a stride).
 inline int64_t stride_of(const DLTensor& t, int dim) {
   if (t.strides != nullptr) return t.strides[dim];
   int64_t s = 1;
-  for (int d = t.ndim - 1; d > dim; --d) s *= t.shape[d];
+  for (int d = t.ndim - 1; d > dim; --d)
+    if (__builtin_mul_overflow(s, t.shape[d], &s)) return 0;
   return s;
 }
 inline int64_t numel(const DLTensor& t) {
+  if (std::any_of(t.shape, t.shape + t.ndim, [](int64_t size) { return size == 0; })) return 0;
   int64_t n = 1;
   for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
   return n;
@@ -222,12 +226,11 @@ inline DLManagedTensor* make_view_result(const DLTensor& t) {
 inline DLManagedTensor* make_fresh_result(const dk_host& host, DLDevice device, DLDataType dtype, int ndim,
                                           const int64_t* shape, const int64_t* strides, void* stream) {
   if (ndim > 4) throw Failure(DK_ERR_INTERNAL, "make_fresh_result: rank > 4");
-  int64_t extent = 1;  // elements spanned, from the largest offset
-  bool empty = false;
-  for (int d = 0; d < ndim; ++d) {
-    if (shape[d] == 0) empty = true;
-    extent += (shape[d] - 1) * strides[d];
-  }
+  // Elements spanned, from the largest offset. An empty tensor spans nothing, and its other sizes
+  // (validated only as a product that is zero) may not be multiplied at all.
+  const bool empty = std::any_of(shape, shape + ndim, [](int64_t size) { return size == 0; });
+  int64_t extent = 1;
+  for (int d = 0; d < ndim && !empty; ++d) extent += (shape[d] - 1) * strides[d];
   const size_t bytes = empty ? 0 : static_cast<size_t>(extent) * ((dtype.bits * dtype.lanes + 7) / 8);
   auto* r = new detail::ManagedResult;
   r->host = &host;
@@ -256,6 +259,19 @@ inline DLManagedTensor* make_fresh_result(const dk_host& host, DLDevice device, 
   r->managed.manager_ctx = r;
   r->managed.deleter = detail::delete_managed_result;
   return &r->managed;
+}
+
+// A fresh, compact (row-major) tensor of `shape`: strides as stride_of gives them for null strides.
+inline DLManagedTensor* make_compact_result(const dk_host& host, DLDevice device, DLDataType dtype, int ndim,
+                                            const int64_t* shape, void* stream) {
+  if (ndim > 4) throw Failure(DK_ERR_INTERNAL, "make_compact_result: rank > 4");
+  int64_t strides[4] = {};
+  int64_t step = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    strides[d] = step;
+    if (__builtin_mul_overflow(step, shape[d], &step)) step = 0;
+  }
+  return make_fresh_result(host, device, dtype, ndim, shape, strides, stream);
 }
 
 // Logging through the core's sinks.

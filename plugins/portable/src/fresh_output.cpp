@@ -15,13 +15,7 @@ ResultPtr allocate_varlen_output(const dk_host& host, const DLTensor& x, XLayout
 }
 
 ResultPtr allocate_update_output(const dk_host& host, const DLTensor& x, void* stream) {
-  int64_t strides[3];
-  int64_t step = 1;
-  for (int d = x.ndim - 1; d >= 0; --d) {
-    strides[d] = step;
-    step *= x.shape[d];
-  }
-  return ResultPtr(plugin::make_fresh_result(host, x.device, x.dtype, x.ndim, x.shape, strides, stream));
+  return ResultPtr(plugin::make_compact_result(host, x.device, x.dtype, x.ndim, x.shape, stream));
 }
 
 int64_t launch_max_seq_len(const dk_host& host, const plugin::VarlenArgs& args) {
