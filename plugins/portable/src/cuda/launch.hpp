@@ -23,11 +23,12 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out);
 
 // How the prefill kernels cut a call is chosen from max_seq_len, the batch and the machine's size,
 // so the conformance suite's small shapes reach only some of the cuts. DELTAKERN_PORTABLE_CUDA_TILING
-// (read once, at init) forces them, for tests and sweeps: "lanes=8,steps=2,iters=3,chunks=1", any
-// subset; time-contiguous lanes per channel (8, 16, 32), steps per tile (1..64), channels per row
-// group (1..8); channel-last chunks per tile (1..64). Zero or absent: the launcher's choice.
+// (read once, at init) forces them, for tests and sweeps: "lanes=8,steps=2,iters=3,chunks=1,flat=1",
+// any subset; time-contiguous lanes per channel (8, 16, 32), steps per tile (1..64), channels per
+// row group (1..8), flat walk (1) or per-sequence walk (0); channel-last chunks per tile (1..64).
+// Zero or absent: the launcher's choice (for flat: 1 forces it, 2 forbids it).
 struct TilingOverride {
-  int lanes = 0, steps = 0, iters = 0, chunks = 0;
+  int lanes = 0, steps = 0, iters = 0, chunks = 0, flat = 0;
 };
 // Parses a spec; on a bad one returns no override and says why.
 TilingOverride parse_tiling_override(const std::string& spec, std::string& why);

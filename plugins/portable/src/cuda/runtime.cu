@@ -81,8 +81,11 @@ TilingOverride parse_tiling_override(const std::string& spec, std::string& why) 
       ok = take(o.iters, v >= 1 && v <= kMaxTimeChannelIters);
     } else if (key == "chunks") {
       ok = take(o.chunks, v >= 1 && v <= 64);
+    } else if (key == "flat") {
+      ok = take(o.flat, v == 0 || v == 1);
+      if (ok) o.flat = v == 1 ? 1 : 2;
     } else {
-      why = "DELTAKERN_PORTABLE_CUDA_TILING: unknown key '" + key + "' (lanes, steps, iters, chunks)";
+      why = "DELTAKERN_PORTABLE_CUDA_TILING: unknown key '" + key + "' (lanes, steps, iters, chunks, flat)";
     }
     if (!ok) return TilingOverride{};
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "varlen_edges.cuh"
 
 namespace deltakern::portable::cuda {
 
@@ -43,7 +44,8 @@ struct VarlenChannelLastKernelTraits {
 template <typename Ktraits>
 __global__ __launch_bounds__(Ktraits::kNThreads,
                              Ktraits::kMinBlocks) void varlen_channel_last_kernel(VarlenParams params,
-                                                                                  int tile_chunks) {
+                                                                                  int tile_chunks,
+                                                                                  bool flat) {
   constexpr int kWidth = Ktraits::kWidth;
   constexpr int kNElts = Ktraits::kNElts;
   constexpr int kChunkL = Ktraits::kChunkL;
@@ -60,7 +62,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   __shared__ float halo_smem[kWidth - 1][kChunkC];
 
   const int tid = threadIdx.x;
-  const SeqInfo seq = load_seq(params, blockIdx.y);
+  const SeqInfo seq = flat ? flat_seq(params) : load_seq(params, blockIdx.y);
   const int64_t tile_start = seq.start + int64_t(blockIdx.x) * kChunkL * tile_chunks;
   const bool first_tile = blockIdx.x == 0;
   // The first tile always runs: it owns the state row, which changes even for an empty sequence.
@@ -205,7 +207,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
     }
   }
 
-  if (!first_tile) return;
+  if (!first_tile || flat) return;
   // The new row is the last S entries of e. Only the first tile reads the prior (its halo, ordered
   // before the barriers above) and only it writes the row, so no other tile can race with it.
   constexpr int kRows = Ktraits::kNThreadsPerC;
@@ -241,7 +243,8 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   }
 }
 
-// Picks the instantiation, the grid and the tile length; `launch(Ktraits{}, grid, tile_chunks)` enqueues it.
+// Picks the instantiation, the grid, the tile length and the flat walk; `launch(Ktraits{}, grid,
+// tile_chunks, flat)` enqueues it.
 template <typename input_t, class Launch>
 void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count,
                                   const TilingOverride& force, Launch&& launch) {
@@ -259,10 +262,13 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, in
   // sequence holds fewer blocks that find nothing to do. 16 chunks where the grid still holds
   // about four waves of blocks at 6 per SM, else 4 (H200, D=8192, % of copy at 8k / 128k tokens in
   // one sequence: 4 chunks 71.0 / 68.9, 16 chunks 64.1 / 72.2).
+  const bool flat = use_flat_walk(p, max_seq_len, force);
+  const int64_t batch = flat ? 1 : p.batch;
+  if (flat) max_seq_len = p.tokens;
   const int64_t channel_blocks = ceil_div(p.dim, int64_t(kChunkC));
   const int64_t wave = int64_t(std::max(sm_count, 1)) * 6;
   int tile_chunks =
-      ceil_div(max_seq_len, int64_t(kChunkL) * 16) * p.batch * channel_blocks >= 4 * wave ? 16 : 4;
+      ceil_div(max_seq_len, int64_t(kChunkL) * 16) * batch * channel_blocks >= 4 * wave ? 16 : 4;
   if (force.chunks != 0) tile_chunks = force.chunks;
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {
@@ -270,7 +276,7 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, in
                                                     decltype(is_vec)::value, input_t>;
       static_assert(Ktraits::kChunkC == kChunkC);
       const int64_t tiles = std::max<int64_t>(1, ceil_div(max_seq_len, int64_t(kChunkL) * tile_chunks));
-      launch(Ktraits{}, make_grid(tiles, p.batch, channel_blocks), tile_chunks);
+      launch(Ktraits{}, make_grid(tiles, batch, channel_blocks), tile_chunks, flat);
     });
   });
 }

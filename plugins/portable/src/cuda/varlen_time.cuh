@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "varlen_edges.cuh"
 
 namespace deltakern::portable::cuda {
 
@@ -44,6 +45,7 @@ struct TimeTiling {
   int lanes_per_row;   // L: a power of two from 8 to 32
   int steps_per_tile;  // a tile is steps_per_tile * L runs of one channel
   int channel_iters;   // channels a row group walks in turn
+  bool flat;           // one walk over [0, T), edges repaired after (varlen_edges.cuh)
 };
 
 template <typename Ktraits>
@@ -67,7 +69,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   const int lane = threadIdx.x % L;
   const int group = threadIdx.x / L;
   const int groups = kNThreads / L;
-  const SeqInfo seq = load_seq(params, blockIdx.y);
+  const SeqInfo seq = tiling.flat ? flat_seq(params) : load_seq(params, blockIdx.y);
   // Runs start on absolute multiples of kNElts so that each is one aligned 16-byte access; the
   // sequence's first run may then begin before it.
   const int64_t step_len = int64_t(L) * kNElts;
@@ -294,7 +296,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
     }
   }
 
-  if (!first_tile) return;
+  if (!first_tile || tiling.flat) return;
   // The new rows are the last S entries of e. Only the first tile reads the prior (staged above,
   // before the barrier) and only it writes the rows, so no other tile of the sequence can observe a
   // half-updated state. For len < S a row shifts left: a thread reads an entry another thread of
@@ -345,9 +347,11 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   // that keeps rows aligned, and aligned bases. Anything else takes the element-wise path.
   const bool vec = p.x_t_stride == 1 && p.out_t_stride == 1 && p.x_c_stride % kNElts == 0 &&
                    p.out_c_stride % kNElts == 0 && aligned16(p.x) && aligned16(p.out);
+  TimeTiling t{32, 16, 1, use_flat_walk(p, max_seq_len, force)};
+  const int64_t batch = t.flat ? 1 : p.batch;
+  if (t.flat) max_seq_len = p.tokens;
   // Lanes per channel: the fewest whose four steps cover the longest sequence, so that short
   // sequences leave few lanes idle and long ones walk whole-warp steps.
-  TimeTiling t{32, 16, 1};
   for (int lanes : {8, 16}) {
     if (4 * int64_t(lanes) * kNElts >= max_seq_len) {
       t.lanes_per_row = lanes;
@@ -364,7 +368,7 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   const int64_t wave = int64_t(std::max(sm_count, 1)) * 5;  // blocks resident at kMinBlocks 5
   // Aligning its first run down lets a sequence span up to kNElts - 1 more tokens.
   const int64_t span = max_seq_len + kNElts - 1;
-  if (ceil_div(span, 32 * step_len) * p.batch * row_blocks >= 4 * wave) t.steps_per_tile = 32;
+  if (ceil_div(span, 32 * step_len) * batch * row_blocks >= 4 * wave) t.steps_per_tile = 32;
   if (force.steps != 0) t.steps_per_tile = force.steps;
   const int64_t tile_len = t.steps_per_tile * step_len;
   const int64_t tiles = std::max<int64_t>(1, ceil_div(span, tile_len));
@@ -373,17 +377,17 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   // bounds, staging, state rows), as long as the grid keeps at least two waves of blocks. (64
   // mixed lengths: 8 channels a group take 30.6 / 63.5% of copy at 8k / 128k tokens, 4 take
   // 29.6 / 58.9, 1 takes 21.1 / 46.4.)
-  const int64_t mean_len = p.tokens / std::max<int64_t>(p.batch, 1);
+  const int64_t mean_len = p.tokens / std::max<int64_t>(batch, 1);
   const int64_t steps = ceil_div(std::min(mean_len + kNElts - 1, tile_len), step_len);
   const int64_t work_iters = ceil_div(64, std::max<int64_t>(steps, 1));
-  const int64_t parallel_iters = tiles * p.batch * row_blocks / (2 * wave);
+  const int64_t parallel_iters = tiles * batch * row_blocks / (2 * wave);
   t.channel_iters = int(std::clamp<int64_t>(std::min(work_iters, parallel_iters), 1, kMaxIters));
   if (force.iters != 0) t.channel_iters = force.iters;
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {
       using Ktraits = VarlenTimeKernelTraits<kNThreads, decltype(width)::value, kDepth, kMaxIters,
                                              decltype(is_vec)::value, input_t>;
-      launch(Ktraits{}, make_grid(tiles, p.batch, ceil_div(row_blocks, t.channel_iters)), t);
+      launch(Ktraits{}, make_grid(tiles, batch, ceil_div(row_blocks, t.channel_iters)), t);
     });
   });
 }
