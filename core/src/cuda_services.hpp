@@ -16,7 +16,8 @@ using Failure = const char*;
 Failure device_count(int& count) noexcept;
 // major * 10 + minor, cached per device.
 Failure compute_capability(int device, int& capability) noexcept;
-// Stream-ordered (legal inside graph capture).
+// Stream-ordered (legal inside graph capture), from a per-device pool of the core's own that keeps
+// freed memory for later calls (cuda_services.cpp says why).
 Failure malloc_async(int device, size_t bytes, void* stream, void** out) noexcept;
 Failure free_async(int device, void* ptr, void* stream) noexcept;
 Failure copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, void* stream) noexcept;

@@ -121,8 +121,10 @@ struct BoundOp {
   DLManagedTensor* run(const dk_call& call) const;  // throws Error on failure
 };
 
-// The memory fresh outputs come from. The default is aligned host memory on the CPU and
-// cudaMallocAsync on the call's stream on CUDA (stream-ordered, legal inside capture).
+// The memory fresh outputs come from. The default is aligned host memory on the CPU and, on
+// CUDA, cudaMallocFromPoolAsync on the call's stream (stream-ordered, legal inside capture) from
+// a per-device pool of deltakern's own that keeps freed memory for later calls, as a caching
+// allocator does, instead of handing it back to the driver at every synchronization.
 // An engine installs its own (its caching allocator) before the first call.
 struct Allocator {
   std::function<void*(DLDevice device, size_t bytes, void* stream)> allocate;
