@@ -1,7 +1,9 @@
 // causal_conv1d_varlen for channel-last x (stride(0) == 1, token stride >= D, e.g. a slice of a fused
 // QKV projection): a block stages chunks of kChunkL tokens x one 128-byte line of channels in shared
 // memory with 16-byte loads along the channels, then each thread convolves one channel over a run
-// of tokens, and the result leaves through the same staging buffer.
+// of tokens, and the result leaves through the same staging buffer. Each thread loads its rows of
+// the next chunk into registers before the current chunk is convolved, so loads stay in flight
+// across the barriers.
 #pragma once
 
 #include <algorithm>
@@ -117,6 +119,30 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
         params.states, state_base + ch * params.state_c_stride + i * params.state_s_stride, params.state_f32);
   };
 
+  // This thread's kNLoads token rows (16 bytes of channels each) of a chunk, zeros past the
+  // sequence's end.
+  Pack<input_t> rows[Ktraits::kNLoads];
+  auto load_rows = [&](int64_t chunk_start) {
+#pragma unroll
+    for (int l = 0; l < Ktraits::kNLoads; ++l) {
+      const int64_t t = chunk_start + l * kNRowsPerLoad + l_idx;
+#pragma unroll
+      for (int i = 0; i < kNElts; ++i) rows[l].v[i] = from_float<input_t>(0.f);
+      if (t < seq.end) {
+        if (kIsVecLoad) {
+          if (cv < params.dim) rows[l] = load_pack(x + cv + t * params.x_t_stride);
+        } else {
+#pragma unroll
+          for (int i = 0; i < kNElts; ++i) {
+            if (cv + i < params.dim)
+              rows[l].v[i] = __ldg(x + (cv + i) * params.x_c_stride + t * params.x_t_stride);
+          }
+        }
+      }
+    }
+  };
+  load_rows(tile_start);
+
   const int row = tid % kChunkC;  // compute: channel within the tile
   const int col = tid / kChunkC;  // compute: run of tokens within the chunk
   const int64_t ch = c0 + row;
@@ -142,25 +168,11 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
     // the chunks independent of that mapping for a few cycles per chunk.
     if (chunk > 0) __syncthreads();
 #pragma unroll
-    for (int l = 0; l < Ktraits::kNLoads; ++l) {
-      const int r = l * kNRowsPerLoad + l_idx;
-      const int64_t t = chunk_start + r;
-      Pack<input_t> pk;
-#pragma unroll
-      for (int i = 0; i < kNElts; ++i) pk.v[i] = from_float<input_t>(0.f);
-      if (t < seq.end) {
-        if (kIsVecLoad) {
-          if (cv < params.dim) pk = load_pack(x + cv + t * params.x_t_stride);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kNElts; ++i) {
-            if (cv + i < params.dim)
-              pk.v[i] = __ldg(x + (cv + i) * params.x_c_stride + t * params.x_t_stride);
-          }
-        }
-      }
-      store_pack_shared(&x_smem[r][c_idx * kNElts], pk);
-    }
+    for (int l = 0; l < Ktraits::kNLoads; ++l)
+      store_pack_shared(&x_smem[l * kNRowsPerLoad + l_idx][c_idx * kNElts], rows[l]);
+    // The next chunk's rows are loaded now, so that they are in flight while this chunk is
+    // convolved and stored (without it a block has loads in flight only between its barriers).
+    if (chunk + 1 < tile_chunks) load_rows(chunk_start + kChunkL);
     if (l_idx < kWidth - 1) {
       // Only the first chunk of the first tile reaches before the sequence; other halos are x.
       const int64_t t = chunk_start - (kWidth - 1) + l_idx;
