@@ -9,6 +9,7 @@
 // Inputs are random and non-zero; buffers rotate so that L2 does not flatter small cases.
 //
 //   bench_gpu [--out results.md] [--quick] [--backends native,portable] [--only varlen|update|eager]
+//             [--dims 8192,4096] [--tokens 8192,32768] [--layouts time,channel-last]   (varlen sweeps)
 #include <deltakern/deltakern.hpp>
 #include <deltakern/runtime.hpp>
 
@@ -65,6 +66,13 @@ struct Backend {
   std::unique_ptr<deltakern::Runtime> rt;
 };
 
+std::vector<int64_t> int_list(const std::string& text) {
+  std::vector<int64_t> v;
+  std::stringstream ss(text);
+  for (std::string n; std::getline(ss, n, ',');) v.push_back(std::stoll(n));
+  return v;
+}
+
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -77,12 +85,17 @@ int main(int argc, char** argv) {
   std::string out_path;
   bool quick = false;
   std::string only;  // one section, for profiling runs
+  std::vector<int64_t> dims, tokens;
+  std::string layouts = "time,channel-last";
   std::vector<std::string> names = {"native", "portable"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--out" && i + 1 < argc) out_path = argv[++i];
     if (a == "--quick") quick = true;
     if (a == "--only" && i + 1 < argc) only = argv[++i];
+    if (a == "--dims" && i + 1 < argc) dims = int_list(argv[++i]);
+    if (a == "--tokens" && i + 1 < argc) tokens = int_list(argv[++i]);
+    if (a == "--layouts" && i + 1 < argc) layouts = argv[++i];
     if (a == "--backends" && i + 1 < argc) {
       names.clear();
       std::stringstream ss(argv[++i]);
@@ -131,10 +144,15 @@ int main(int argc, char** argv) {
 
     // ---- varlen
     const auto section = [&](const char* name) { return only.empty() || only == name; };
-    const std::vector<int64_t> Ds = quick ? std::vector<int64_t>{8192} : std::vector<int64_t>{8192, 4096};
-    const std::vector<int64_t> Ts =
+    std::vector<int64_t> Ds = quick ? std::vector<int64_t>{8192} : std::vector<int64_t>{8192, 4096};
+    std::vector<int64_t> Ts =
         quick ? std::vector<int64_t>{8192, 131072} : std::vector<int64_t>{1024, 8192, 32768, 131072};
-    for (bool cl : {false, true})
+    if (!dims.empty()) Ds = dims;
+    if (!tokens.empty()) Ts = tokens;
+    std::vector<bool> cls;
+    if (layouts.find("time") != std::string::npos) cls.push_back(false);
+    if (layouts.find("channel-last") != std::string::npos) cls.push_back(true);
+    for (bool cl : cls)
       for (int64_t D : section("varlen") ? Ds : std::vector<int64_t>{})
         for (int64_t T : Ts)
           for (int pattern : {0, 1, 2}) {

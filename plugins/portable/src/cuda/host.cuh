@@ -206,7 +206,6 @@ inline UpdateParams make_update_params(const plugin::UpdateArgs& a, const DLTens
 // plugin::Failure on a launch error.
 void launch_varlen_time(const VarlenParams& p, DType dtype, int64_t max_seq_len, int sm_count,
                         cudaStream_t stream);
-void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len, int sm_count,
-                                cudaStream_t stream);
+void launch_varlen_channel_last(const VarlenParams& p, DType dtype, int64_t max_seq_len, cudaStream_t stream);
 
 }  // namespace deltakern::portable::cuda

@@ -19,7 +19,7 @@ void causal_conv1d_varlen(const plugin::VarlenArgs& args, const DLTensor& out, i
   // Both kernels take any strides (element-wise where vector access does not fit); the layout only
   // decides which dimension the 16-byte accesses run along.
   if (args.channel_last()) {
-    launch_varlen_channel_last(p, dtype, max_seq_len, sm_count(device), stream);
+    launch_varlen_channel_last(p, dtype, max_seq_len, stream);
   } else {
     launch_varlen_time(p, dtype, max_seq_len, sm_count(device), stream);
   }

@@ -258,8 +258,8 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
 // Picks the instantiation, the grid, the tile length and the flat walk; `launch(Ktraits{}, grid,
 // tile_chunks, flat)` enqueues it.
 template <typename input_t, class Launch>
-void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count,
-                                  const TilingOverride& force, Launch&& launch) {
+void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, const TilingOverride& force,
+                                  Launch&& launch) {
   constexpr int kNThreads = 128;
   constexpr int kChunkL = 64;
   constexpr int kChunkC = 128 / int(sizeof(input_t));  // channels a block stages
@@ -270,17 +270,14 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, in
                    p.x_t_stride % kNElts == 0 && p.out_t_stride % kNElts == 0 && aligned16(p.x) &&
                    aligned16(p.out);
   // A tile is tile_chunks chunks, run in order and stopped at the sequence's end: a short sequence
-  // costs one chunk, a long one amortises the block's start, and a grid sized by the longest
-  // sequence holds fewer blocks that find nothing to do. 16 chunks where the grid still holds
-  // about four waves of blocks at 6 per SM, else 4 (H200, D=8192, % of copy at 8k / 128k tokens in
-  // one sequence: 4 chunks 71.0 / 68.9, 16 chunks 64.1 / 72.2).
+  // costs one chunk, a long one amortises the block's start. Four, from a sweep on the H200 (D=8192
+  // and 4096, 8k to 128k tokens, 1 / 8 / 64 sequences: 2, 8, 16 or 32 chunks were never better by
+  // more than the noise, and up to 14 points worse at 8k tokens).
   const bool flat = use_flat_walk(p, max_seq_len, force);
   const int64_t batch = flat ? 1 : p.batch;
   if (flat) max_seq_len = p.tokens;
   const int64_t channel_blocks = ceil_div(p.dim, int64_t(kChunkC));
-  const int64_t wave = int64_t(std::max(sm_count, 1)) * 6;
-  int tile_chunks =
-      ceil_div(max_seq_len, int64_t(kChunkL) * 16) * batch * channel_blocks >= 4 * wave ? 16 : 4;
+  int tile_chunks = 4;
   if (force.chunks != 0) tile_chunks = force.chunks;
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {

@@ -374,13 +374,17 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   const int64_t tiles = std::max<int64_t>(1, ceil_div(span, tile_len));
   // A row group walks several channels when a channel's tile is short (up to about 64 steps of
   // work per group for a sequence of mean length, which amortises the block's start: sequence
-  // bounds, staging, state rows), as long as the grid keeps at least two waves of blocks. (64
-  // mixed lengths: 8 channels a group take 30.6 / 63.5% of copy at 8k / 128k tokens, 4 take
-  // 29.6 / 58.9, 1 takes 21.1 / 46.4.)
+  // bounds, staging, state rows), down to about four working blocks per SM, below one wave (H200,
+  // 8k tokens in one sequence, 32 lanes, 16 steps, % of copy for 1 / 2 / 4 / 8 channels a group:
+  // D=8192 67.4 / 70.9 / 71.0 / 73.6, D=4096 64.7 / 67.4 / 70.6 / 51.6; at 32k and 128k tokens 2
+  // beat 4 and 8 by 1 to 7 points). Tiles are counted by the work in them: the last, which only
+  // holds the alignment slack, does not count.
   const int64_t mean_len = p.tokens / std::max<int64_t>(batch, 1);
   const int64_t steps = ceil_div(std::min(mean_len + kNElts - 1, tile_len), step_len);
   const int64_t work_iters = ceil_div(64, std::max<int64_t>(steps, 1));
-  const int64_t parallel_iters = tiles * batch * row_blocks / (2 * wave);
+  const int64_t working_tiles = std::max<int64_t>(1, max_seq_len / tile_len);
+  const int64_t parallel_iters =
+      ceil_div(working_tiles * batch * row_blocks, 4 * int64_t(std::max(sm_count, 1)));
   t.channel_iters = int(std::clamp<int64_t>(std::min(work_iters, parallel_iters), 1, kMaxIters));
   if (force.iters != 0) t.channel_iters = force.iters;
   width_switch(p.width, [&](auto width) {
