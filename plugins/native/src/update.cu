@@ -1,8 +1,11 @@
-// causal_conv1d_update (decode), three kernels chosen by the call's shape:
+// causal_conv1d_update (decode), four kernels chosen by the call's shape:
+// - update_lean_kernel: batch < 16, Tq == 1, width 4, S == 3 in shift mode, everything in x's
+//   dtype: one thread per (channel, row) with all but the index compile-time, the latency case
+//   (batch 1) in its commonest shape;
 // - update_vec_kernel: Tq == 1, contiguous x rows, the state in x's dtype laid out (lines, D, S)
 //   compact or (lines, S, D), batch >= 16: 16-byte accesses over channels, the bandwidth case;
 // - update_direct_kernel: S <= 4 and Tq <= 4 in any strides: one thread per (channel, row), two
-//   dependent round trips and no barrier, the latency case (batch 1);
+//   dependent round trips and no barrier, the other small shapes;
 // - update_kernel (staged): anything else (long states, many draft tokens). One block per
 //   (rows_per_block batch rows, chans_per_block channels) stages its slabs of x (channels x Tq)
 //   and of the state rows (channels x S) in shared memory with 16-byte copies along whichever
@@ -291,6 +294,59 @@ static cudaError_t launch_update_direct(UpdateParams p, const LaunchOptions& o, 
   }
 }
 
+// Decode at small batch in its commonest shape: one token, width 4, a shift-mode state of S = 3,
+// weights, bias and state in x's dtype (the conv layers of Qwen3-Next and Kimi Linear). With the
+// rest compile-time, a thread's path is the row's index, then the state row (x and the taps are
+// loaded before the index is known), then the stores; 64 threads a block, so that batch 1 spreads
+// over D / 64 SMs. Same arithmetic as the per-channel kernel.
+constexpr int kLeanThreads = 64;
+// From batch 16 on the 16-byte kernel wins (H200, D=8192, bf16, graph replay: this kernel 1.19 /
+// 1.57 / 10.2 / 39.8 / 158 us at batch 1 / 8 / 64 / 256 / 1024, the 16-byte kernel 4.4 / 12.6 / 39.4
+// us from batch 64; the per-channel kernel it replaces took 2.45 / 2.77 us at batch 1 / 8).
+constexpr int kLeanMaxBatch = 16;
+
+template <typename T>
+__global__ void __launch_bounds__(kLeanThreads) update_lean_kernel(const UpdateParams p) {
+  wait_for_previous_grid();
+  allow_next_grid();
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kLeanThreads + threadIdx.x;
+  const int64_t b = blockIdx.y;
+  if (c >= p.dim) return;
+  const ConvCommon& conv = p.conv;
+  const StateView& st = p.state;
+  const T* const w = static_cast<const T*>(conv.weight) + c * conv.w_chan_stride;
+  ChannelTaps taps;
+#pragma unroll
+  for (int k = 0; k < kMaxWidth; ++k) taps.w[k] = to_float(__ldg(w + k * conv.w_tap_stride));
+  taps.bias =
+      conv.bias != nullptr ? to_float(__ldg(static_cast<const T*>(conv.bias) + c * conv.bias_stride)) : 0.f;
+  T* const xr = static_cast<T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
+  const float xv = to_float(*xr);
+  const int64_t line = state_line(p.state_indices, b, st, conv, c == 0);
+  if (line < 0) return;  // padded: x and the row stay as they are
+  T* const row = static_cast<T*>(st.data) + line * st.line_stride + c * st.chan_stride;
+  const float s0 = to_float(row[0]), s1 = to_float(row[st.pos_stride]), s2 = to_float(row[2 * st.pos_stride]);
+  *xr = from_float<T>(conv_point<T>(taps, 0, s0, s1, s2, xv, conv.silu));
+  row[0] = from_float<T>(s1);
+  row[st.pos_stride] = from_float<T>(s2);
+  row[2 * st.pos_stride] = from_float<T>(xv);
+}
+
+template <typename T>
+static cudaError_t launch_update_lean(const UpdateParams& p, const LaunchOptions& o, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.dim + kLeanThreads - 1) / kLeanThreads),
+                  static_cast<unsigned>(p.batch));
+  return launch_kernel(update_lean_kernel<T>, grid, dim3(kLeanThreads), 0, stream, o.pdl, p);
+}
+
+// The shape update_lean_kernel takes.
+static bool lean_shape(const UpdateParams& p, int32_t x_dtype) {
+  const ConvCommon& c = p.conv;
+  return p.batch < kLeanMaxBatch && p.tokens == 1 && p.cache_seqlens.data == nullptr && p.state.len == 3 &&
+         c.width == kMaxWidth && c.w_dtype == x_dtype && p.state.dtype == x_dtype &&
+         (c.bias == nullptr || c.bias_dtype == x_dtype) && p.dim / kLeanThreads < INT32_MAX;
+}
+
 // The common decode layout at full width: Tq == 1, x rows contiguous, the state in x's dtype
 // with its positions contiguous per channel ((lines, D, S) compact, kStateChanMajor) or its
 // channels contiguous per position ((lines, S, D) transposed). A thread owns 16 bytes of
@@ -526,6 +582,7 @@ static int preload_update_for() {
   load(update_direct_kernel<T, 2>);
   load(update_direct_kernel<T, 3>);
   load(update_direct_kernel<T, 4>);
+  load(update_lean_kernel<T>);
   load(update_kernel<UpdateTraits<T, kUpdateThreads, kUpdateMaxRows>>);
   return err;
 }
@@ -540,6 +597,17 @@ int preload_update() {
 int launch_update(UpdateParams p, int32_t x_dtype, const LaunchOptions& o, void* stream) {
   if (p.batch == 0 || p.dim == 0 || p.tokens == 0) return cudaSuccess;
   auto s = static_cast<cudaStream_t>(stream);
+  // Small batches are latency-bound: the fewest dependent round trips win; larger ones move bytes.
+  if (lean_shape(p, x_dtype)) {
+    switch (x_dtype) {
+      case kF32:
+        return launch_update_lean<float>(p, o, s);
+      case kF16:
+        return launch_update_lean<__half>(p, o, s);
+      default:
+        return launch_update_lean<__nv_bfloat16>(p, o, s);
+    }
+  }
   // Small batches are latency-bound: many thin threads (the per-channel kernel) finish first.
   const bool same_dtype = p.state.dtype == x_dtype && p.batch >= 16;
   bool chan_major = false;
