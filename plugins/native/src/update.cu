@@ -608,7 +608,8 @@ int launch_update(UpdateParams p, int32_t x_dtype, const LaunchOptions& o, void*
         return launch_update_lean<__nv_bfloat16>(p, o, s);
     }
   }
-  // Small batches are latency-bound: many thin threads (the per-channel kernel) finish first.
+  // From batch 16 on, bytes dominate: the 16-byte kernel where the layout allows; below, and in
+  // shapes the lean kernel does not take, many thin threads (the per-channel kernel) finish first.
   const bool same_dtype = p.state.dtype == x_dtype && p.batch >= 16;
   bool chan_major = false;
   if (same_dtype) {
