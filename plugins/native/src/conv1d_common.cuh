@@ -59,6 +59,20 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+// Host side: calls f(std::type_identity<T>{}) with T the element type of `dtype`, so that each
+// launcher picks its instantiation with one switch.
+template <class F>
+decltype(auto) dtype_switch(int32_t dtype, F&& f) {
+  switch (dtype) {
+    case kF32:
+      return f(std::type_identity<float>{});
+    case kF16:
+      return f(std::type_identity<__half>{});
+    default:
+      return f(std::type_identity<__nv_bfloat16>{});
+  }
+}
+
 // Elements whose dtype is only known at run time (weight, bias, states): the branch is
 // uniform across the grid, and these are read once per sequence or per channel.
 __device__ __forceinline__ float load_float(const void* p, int64_t i, int32_t dtype) {

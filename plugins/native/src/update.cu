@@ -597,53 +597,18 @@ int preload_update() {
 int launch_update(UpdateParams p, int32_t x_dtype, const LaunchOptions& o, void* stream) {
   if (p.batch == 0 || p.dim == 0 || p.tokens == 0) return cudaSuccess;
   auto s = static_cast<cudaStream_t>(stream);
-  // Small batches are latency-bound: the fewest dependent round trips win; larger ones move bytes.
-  if (lean_shape(p, x_dtype)) {
-    switch (x_dtype) {
-      case kF32:
-        return launch_update_lean<float>(p, o, s);
-      case kF16:
-        return launch_update_lean<__half>(p, o, s);
-      default:
-        return launch_update_lean<__nv_bfloat16>(p, o, s);
-    }
-  }
-  // From batch 16 on, bytes dominate: the 16-byte kernel where the layout allows; below, and in
-  // shapes the lean kernel does not take, many thin threads (the per-channel kernel) finish first.
-  const bool same_dtype = p.state.dtype == x_dtype && p.batch >= 16;
-  bool chan_major = false;
-  if (same_dtype) {
-    switch (x_dtype) {
-      case kF32:
-        if (vec_layout<float>(p, chan_major)) return launch_update_vec<float>(p, o, s, chan_major);
-        break;
-      case kF16:
-        if (vec_layout<__half>(p, chan_major)) return launch_update_vec<__half>(p, o, s, chan_major);
-        break;
-      default:
-        if (vec_layout<__nv_bfloat16>(p, chan_major))
-          return launch_update_vec<__nv_bfloat16>(p, o, s, chan_major);
-        break;
-    }
-  }
-  if (p.state.len <= 4 && p.tokens <= kDirectMaxTokens) {
-    switch (x_dtype) {
-      case kF32:
-        return launch_update_direct<float>(p, o, s);
-      case kF16:
-        return launch_update_direct<__half>(p, o, s);
-      default:
-        return launch_update_direct<__nv_bfloat16>(p, o, s);
-    }
-  }
-  switch (x_dtype) {
-    case kF32:
-      return launch_update_impl<float>(p, o, s);
-    case kF16:
-      return launch_update_impl<__half>(p, o, s);
-    default:
-      return launch_update_impl<__nv_bfloat16>(p, o, s);
-  }
+  return dtype_switch(x_dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Small batches are latency-bound: the fewest dependent round trips win (the lean kernel in
+    // its shape, else many thin threads, the per-channel kernel). From batch 16 on bytes dominate:
+    // the 16-byte kernel where the layout allows.
+    if (lean_shape(p, x_dtype)) return launch_update_lean<T>(p, o, s);
+    bool chan_major = false;
+    if (p.state.dtype == x_dtype && p.batch >= 16 && vec_layout<T>(p, chan_major))
+      return launch_update_vec<T>(p, o, s, chan_major);
+    if (p.state.len <= 4 && p.tokens <= kDirectMaxTokens) return launch_update_direct<T>(p, o, s);
+    return launch_update_impl<T>(p, o, s);
+  });
 }
 
 }  // namespace deltakern::native

@@ -197,14 +197,10 @@ int channel_last_vec_width(int32_t dtype, bool vectorized) {
 int channel_last_threads() { return ChannelLastTraits<float, true>::kNThreads; }
 
 int channel_last_blocks_per_sm(int32_t dtype, bool vectorized) {
-  switch (dtype) {
-    case kF32:
-      return vectorized ? blocks_per_sm<float, true>() : blocks_per_sm<float, false>();
-    case kF16:
-      return vectorized ? blocks_per_sm<__half, true>() : blocks_per_sm<__half, false>();
-    default:
-      return vectorized ? blocks_per_sm<__nv_bfloat16, true>() : blocks_per_sm<__nv_bfloat16, false>();
-  }
+  return dtype_switch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return vectorized ? blocks_per_sm<T, true>() : blocks_per_sm<T, false>();
+  });
 }
 
 int preload_channel_last() {
@@ -227,17 +223,10 @@ int preload_channel_last() {
 int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
                                void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case kF32:
-      return vectorized ? launch_channel_last<float, true>(p, o, s)
-                        : launch_channel_last<float, false>(p, o, s);
-    case kF16:
-      return vectorized ? launch_channel_last<__half, true>(p, o, s)
-                        : launch_channel_last<__half, false>(p, o, s);
-    default:
-      return vectorized ? launch_channel_last<__nv_bfloat16, true>(p, o, s)
-                        : launch_channel_last<__nv_bfloat16, false>(p, o, s);
-  }
+  return dtype_switch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return vectorized ? launch_channel_last<T, true>(p, o, s) : launch_channel_last<T, false>(p, o, s);
+  });
 }
 
 }  // namespace deltakern::native

@@ -308,17 +308,10 @@ int preload_time_contiguous() {
 int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,
                                   const LaunchOptions& o, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case kF32:
-      return vectorized ? launch_time_contiguous<float, true>(p, o, s)
-                        : launch_time_contiguous<float, false>(p, o, s);
-    case kF16:
-      return vectorized ? launch_time_contiguous<__half, true>(p, o, s)
-                        : launch_time_contiguous<__half, false>(p, o, s);
-    default:
-      return vectorized ? launch_time_contiguous<__nv_bfloat16, true>(p, o, s)
-                        : launch_time_contiguous<__nv_bfloat16, false>(p, o, s);
-  }
+  return dtype_switch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return vectorized ? launch_time_contiguous<T, true>(p, o, s) : launch_time_contiguous<T, false>(p, o, s);
+  });
 }
 
 }  // namespace deltakern::native

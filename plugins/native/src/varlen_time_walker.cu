@@ -345,14 +345,7 @@ int preload_time_walker() {
 
 int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case kF32:
-      return launch_walker<float>(p, o, s);
-    case kF16:
-      return launch_walker<__half>(p, o, s);
-    default:
-      return launch_walker<__nv_bfloat16>(p, o, s);
-  }
+  return dtype_switch(dtype, [&](auto tag) { return launch_walker<typename decltype(tag)::type>(p, o, s); });
 }
 
 }  // namespace deltakern::native
