@@ -173,7 +173,7 @@ run() {
     # tile, one channel a row group): the same suite again with the other cuts forced.
     local cut
     for cut in "lanes=8,steps=1,iters=3,chunks=1,flat=0" "lanes=32,steps=2,iters=2,chunks=2,flat=1" \
-      "lanes=16,steps=3,iters=8,chunks=3,flat=1" "flat=0"; do
+      "lanes=16,steps=3,iters=8,chunks=3,flat=1" "lanes=8,steps=1,iters=2,chunks=1,flat=1" "flat=0"; do
       step "test_conformance (portable CUDA, $cut)" 120 \
         env DELTAKERN_PORTABLE_CUDA_TILING="$cut" "$bin/test_conformance" --report_level=short --run_test=portable.cuda.0
     done
