@@ -8,6 +8,7 @@
 
 #include "common.cuh"
 #include "launch.hpp"
+#include "varlen_time_cut.hpp"
 
 namespace deltakern::portable::cuda {
 
@@ -51,8 +52,6 @@ int sm_count(int device_id);
 
 // The forced cut (launch.hpp), applied by the launchers over their own choice.
 const TilingOverride& tiling_override();
-// Channels a time-contiguous row group walks, at most (the kernel's staging tables are sized by it).
-constexpr int kMaxTimeChannelIters = 8;
 
 // ---- parameters from the call (the core validated already; these checks keep a malformed call from
 // reaching a kernel)

@@ -8,15 +8,13 @@
 
 #include "common.cuh"
 #include "launch.hpp"
+#include "varlen_time_cut.hpp"
 
 namespace deltakern::portable::cuda {
 
-// Flat when there are several sequences and the longest is at most half of x: one sequence, or a
-// few long ones, keep the per-sequence walk, which repairs the edges and writes the state inside
-// the walk. TilingOverride::flat forces it (1) or forbids it (2).
+// When (varlen_time_cut.hpp): several sequences, the longest at most half of x.
 inline bool use_flat_walk(const VarlenParams& p, int64_t max_seq_len, const TilingOverride& force) {
-  if (force.flat != 0) return force.flat == 1;
-  return p.batch > 1 && 2 * max_seq_len <= p.tokens;
+  return flat_walk_default(p.batch, p.tokens, max_seq_len, force);
 }
 
 // The flat walk treats x as this one sequence.

@@ -15,6 +15,7 @@
 
 #include "common.cuh"
 #include "varlen_edges.cuh"
+#include "varlen_time_cut.hpp"
 
 namespace deltakern::portable::cuda {
 
@@ -38,14 +39,6 @@ struct VarlenTimeKernelTraits {
   // 20 warps per SM at up to 102 registers, what the walk needs without spilling for widths up to
   // 4: with kDepth runs in flight per lane, 40 KiB per SM.
   static constexpr int kMinBlocks = kWidth <= 4 ? 5 : 4;
-};
-
-// How a call is cut, chosen on the host from max_seq_len and the machine's size.
-struct TimeTiling {
-  int lanes_per_row;   // L: a power of two from 8 to 32
-  int steps_per_tile;  // a tile is steps_per_tile * L runs of one channel
-  int channel_iters;   // channels a row group walks in turn
-  bool flat;           // one walk over [0, T), edges repaired after (varlen_edges.cuh)
 };
 
 template <typename Ktraits>
@@ -359,40 +352,12 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
   }
 }
 
-// One wave: the cut (steps per tile, channels per row group) whose blocks fill the most of one wave
-// of resident blocks, at least three quarters of it, for `seqs` sequences of `len` tokens each;
-// {0, 0} when none does. Every block then has the same work and they finish together, where a wave
-// and a half leaves the last half-wave's SMs short of loads in flight (H200, 8k tokens, one
-// sequence, % of copy: D=8192 71.0 at 16 steps x 4 channels, 1024 blocks, 78.8 at 16 x 7, 586
-// blocks; D=4096 69.9 at 16 x 4, 74.4 at 8 x 7, 588 blocks). A group walks up to L channels: the
-// staged tables hold kMaxBlockChannels = (kNThreads / L) * L of them.
-struct WaveCut {
-  int steps = 0, iters = 0;
-};
-inline WaveCut one_wave_cut(int64_t seqs, int64_t len, int64_t row_blocks, int64_t step_len, int lanes,
-                            int64_t wave) {
-  WaveCut best;
-  int64_t best_blocks = 0;
-  for (int steps : {16, 8, 32}) {
-    const int64_t work_tiles = seqs * ceil_div(len, steps * step_len);
-    for (int iters = 1; iters <= lanes; ++iters) {
-      const int64_t blocks = work_tiles * ceil_div(row_blocks, iters);
-      if (blocks > wave) continue;
-      if (blocks > best_blocks && 4 * blocks >= 3 * wave) {
-        best_blocks = blocks;
-        best = {steps, iters};
-      }
-      break;
-    }
-  }
-  return best;
-}
-
-// Picks the instantiation and the cut; `launch(Ktraits{}, grid, tiling)` enqueues it.
+// Picks the instantiation and the cut (varlen_time_cut.hpp); `launch(Ktraits{}, grid, tiling)`
+// enqueues it.
 template <typename input_t, class Launch>
 void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_count,
                           const TilingOverride& force, Launch&& launch) {
-  constexpr int kNThreads = 128;
+  constexpr int kNThreads = kTimeThreads;
   constexpr int kDepth = 4;
   constexpr int kMaxIters = kMaxTimeChannelIters;
   constexpr int kNElts = Pack<input_t>::kN;
@@ -400,71 +365,15 @@ void varlen_time_dispatch(const VarlenParams& p, int64_t max_seq_len, int sm_cou
   // that keeps rows aligned, and aligned bases. Anything else takes the element-wise path.
   const bool vec = p.x_t_stride == 1 && p.out_t_stride == 1 && p.x_c_stride % kNElts == 0 &&
                    p.out_c_stride % kNElts == 0 && aligned16(p.x) && aligned16(p.out);
-  const int64_t wave = int64_t(std::max(sm_count, 1)) * (p.width <= 4 ? 5 : 4);  // kMinBlocks
-  // Lanes per channel: the fewest whose four steps cover the longest sequence, so that short
-  // sequences leave few lanes idle and long ones walk whole-warp steps.
-  auto lanes_for = [&](int64_t len) {
-    if (force.lanes != 0) return force.lanes;
-    for (int lanes : {8, 16})
-      if (4 * int64_t(lanes) * kNElts >= len) return lanes;
-    return 32;
-  };
-  auto row_blocks_for = [&](int lanes) { return ceil_div(p.dim, int64_t(kNThreads / lanes)); };
-  const bool free_cut = force.steps == 0 && force.iters == 0;
-
-  TimeTiling t{32, 16, 1, use_flat_walk(p, max_seq_len, force)};
-  WaveCut cut;
-  // Equal sequences keep the per-sequence walk where it fits one wave: its grid has no idle tile
-  // and its first tiles fix the edges and write the states, where the flat walk's repair is a
-  // second launch (H200, 8 x 1k tokens, % of copy: D=8192 68.6 flat, 72.5 per sequence; D=4096
-  // 63.5, 69.7; 8 x 4k: 85.0, 87.1 and 80.2, 82.7; 8 x 16k fits no wave and stays flat).
-  if (t.flat && force.flat == 0 && free_cut && p.tokens == p.batch * max_seq_len) {
-    const int lanes = lanes_for(max_seq_len);
-    cut = one_wave_cut(p.batch, max_seq_len, row_blocks_for(lanes), int64_t(lanes) * kNElts, lanes, wave);
-    if (cut.steps != 0) t.flat = false;
-  }
-  const int64_t batch = t.flat ? 1 : p.batch;
-  if (t.flat) max_seq_len = p.tokens;
-  t.lanes_per_row = lanes_for(max_seq_len);
-  const int64_t row_blocks = row_blocks_for(t.lanes_per_row);
-  const int64_t step_len = int64_t(t.lanes_per_row) * kNElts;
-  // Aligning its first run down lets a sequence span up to kNElts - 1 more tokens.
-  const int64_t span = max_seq_len + kNElts - 1;
-  // Where the host knows the work (one sequence, x walked as one, or equal sequences), the
-  // one-wave cut. Otherwise tiles of 16 steps, or 32 where the grid still holds about four waves
-  // of blocks: long walks amortise a group's start (H200, D=8192, 128k tokens in one sequence:
-  // 75.5% of copy at 16 steps, 78.6% at 32).
-  if (cut.steps == 0 && (t.flat || batch == 1) && free_cut)
-    cut = one_wave_cut(batch, max_seq_len, row_blocks, step_len, t.lanes_per_row, wave);
-  if (cut.steps != 0) {
-    t.steps_per_tile = cut.steps;
-    t.channel_iters = cut.iters;
-  } else {
-    if (ceil_div(span, 32 * step_len) * batch * row_blocks >= 4 * wave) t.steps_per_tile = 32;
-    if (force.steps != 0) t.steps_per_tile = force.steps;
-    const int64_t tile_len = t.steps_per_tile * step_len;
-    // A row group walks several channels when a channel's tile is short (up to about 64 steps of
-    // work per group for a sequence of mean length, which amortises the block's start: sequence
-    // bounds, staging, state rows), down to about four working blocks per SM, below one wave (H200,
-    // 8k tokens in one sequence, 32 lanes, 16 steps, % of copy for 1 / 2 / 4 / 8 channels a group:
-    // D=8192 67.4 / 70.9 / 71.0 / 73.6, D=4096 64.7 / 67.4 / 70.6 / 51.6; at 32k and 128k tokens 2
-    // beat 4 and 8 by 1 to 7 points). Tiles are counted by the work in them: the last, which only
-    // holds the alignment slack, does not count.
-    const int64_t mean_len = p.tokens / std::max<int64_t>(batch, 1);
-    const int64_t steps = ceil_div(std::min(mean_len + kNElts - 1, tile_len), step_len);
-    const int64_t work_iters = ceil_div(64, std::max<int64_t>(steps, 1));
-    const int64_t working_tiles = std::max<int64_t>(1, max_seq_len / tile_len);
-    const int64_t parallel_iters =
-        ceil_div(working_tiles * batch * row_blocks, 4 * int64_t(std::max(sm_count, 1)));
-    t.channel_iters = int(std::clamp<int64_t>(std::min(work_iters, parallel_iters), 1, kMaxIters));
-    if (force.iters != 0) t.channel_iters = force.iters;
-  }
-  const int64_t tiles = std::max<int64_t>(1, ceil_div(span, t.steps_per_tile * step_len));
+  // min_blocks: the kernel's kMinBlocks.
+  const TimeCut cut = plan_time_cut({p.dim, p.tokens, p.batch, p.width, kNElts, p.width <= 4 ? 5 : 4},
+                                    max_seq_len, sm_count, force);
   width_switch(p.width, [&](auto width) {
     bool_switch(vec, [&](auto is_vec) {
       using Ktraits = VarlenTimeKernelTraits<kNThreads, decltype(width)::value, kDepth, kMaxIters,
                                              decltype(is_vec)::value, input_t>;
-      launch(Ktraits{}, make_grid(tiles, batch, ceil_div(row_blocks, t.channel_iters)), t);
+      static_assert(Ktraits::kMinBlocks == (decltype(width)::value <= 4 ? 5 : 4));
+      launch(Ktraits{}, make_grid(cut.tiles, cut.seqs, cut.channel_blocks), cut.tiling);
     });
   });
 }
