@@ -8,6 +8,8 @@
 #include <vector_types.h>
 #include <deltakern/plugin_sdk.hpp>
 
+#include "launch.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -192,8 +194,6 @@ template <typename T>
 inline bool aligned16(const T* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline dim3 make_grid(int64_t x, int64_t y, int64_t z) {
   if (x > INT32_MAX || y > 65535 || z > 65535) {

@@ -5,9 +5,12 @@
 
 #include <deltakern/plugin_sdk.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace deltakern::portable::cuda {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Whether a CUDA driver and at least one device are usable here; the reason when not.
 bool available(std::string& why);

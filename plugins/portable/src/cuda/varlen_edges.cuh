@@ -8,14 +8,8 @@
 
 #include "common.cuh"
 #include "launch.hpp"
-#include "varlen_time_cut.hpp"
 
 namespace deltakern::portable::cuda {
-
-// When (varlen_time_cut.hpp): several sequences, the longest at most half of x.
-inline bool use_flat_walk(const VarlenParams& p, int64_t max_seq_len, const TilingOverride& force) {
-  return flat_walk_default(p.batch, p.tokens, max_seq_len, force);
-}
 
 // The flat walk treats x as this one sequence.
 __device__ __forceinline__ SeqInfo flat_seq(const VarlenParams& p) {

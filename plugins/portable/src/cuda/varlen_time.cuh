@@ -163,63 +163,56 @@ __global__ __launch_bounds__(Ktraits::kNThreads,
     if (d < items) prefetch(raw[d]);
   }
 
-  // Staging, while the first runs are in flight. A thread issues kStageLoads loads before it
-  // stores any: a block that walks many channels stages hundreds of entries, and one round trip
+  // Staging, while the first runs are in flight. Entries [0, taps) are the taps and bias of each
+  // channel; in the first tile, the next ones are each channel's head: e = concat(prior, x_b) from
+  // token seq_base - (W-1) on (prior entries before the sequence, zeros without one or where it
+  // does not reach back, x inside it, zeros past its end). A thread issues kStageLoads loads before
+  // it stores any: a block that walks many channels stages hundreds of entries, and one round trip
   // per entry would hold every block of a wave at its start.
-  constexpr int kStageLoads = 4;
-  auto stage = [&](int entries, auto&& load, auto&& store) {
-    for (int i0 = threadIdx.x; i0 < entries; i0 += kNThreads * kStageLoads) {
-      float v[kStageLoads];
-#pragma unroll
-      for (int u = 0; u < kStageLoads; ++u) {
-        const int i = i0 + u * kNThreads;
-        v[u] = i < entries ? load(i) : 0.f;
-      }
-#pragma unroll
-      for (int u = 0; u < kStageLoads; ++u) {
-        const int i = i0 + u * kNThreads;
-        if (i < entries) store(i, v[u]);
-      }
-    }
-  };
-  // Entries [0, taps) are the taps and bias of each channel; in the first tile, the next ones are
-  // each channel's head: e = concat(prior, x_b) from token seq_base - (W-1) on (prior entries
-  // before the sequence, zeros without one or where it does not reach back, x inside it, zeros past
-  // its end).
   const int64_t state_line = seq.line * params.state_l_stride;
   const int taps = block_channels * (kWidth + 1);
-  stage(
-      taps + (first_tile ? block_channels * kHead : 0),
-      [&](int i) {
-        if (i < taps) {
-          const int lc = i / (kWidth + 1), k = i % (kWidth + 1);
-          const int64_t c = block_c0 + lc;
-          if (k < kWidth)
-            return load_param<input_t>(params.weight, c * params.weight_c_stride + k * params.weight_k_stride,
-                                       params.weight_f32);
-          return params.bias != nullptr
-                     ? load_param<input_t>(params.bias, c * params.bias_stride, params.bias_f32)
-                     : 0.f;
-        }
-        const int lc = (i - taps) / kHead, j = (i - taps) % kHead;
-        const int64_t c = block_c0 + lc;
-        const int64_t a = seq_base - (kWidth - 1) + j;
-        const int64_t s = params.state_len - (seq.start - a);
-        if (a >= seq.start && a < seq.end)
-          return to_float(__ldg(x + c * params.x_c_stride + a * params.x_t_stride));
-        if (a < seq.start && seq.has_init && s >= 0)
-          return load_state<input_t>(params.states,
-                                     state_line + c * params.state_c_stride + s * params.state_s_stride,
-                                     params.state_f32);
-        return 0.f;
-      },
-      [&](int i, float v) {
-        if (i < taps) {
-          taps_smem[i / (kWidth + 1)][i % (kWidth + 1)] = v;
-        } else {
-          head_smem[(i - taps) / kHead][(i - taps) % kHead] = v;
-        }
-      });
+  const int staged = taps + (first_tile ? block_channels * kHead : 0);
+  auto stage_entry = [&](int i) {
+    if (i < taps) {
+      const int lc = i / (kWidth + 1), k = i % (kWidth + 1);
+      const int64_t c = block_c0 + lc;
+      if (k < kWidth)
+        return load_param<input_t>(params.weight, c * params.weight_c_stride + k * params.weight_k_stride,
+                                   params.weight_f32);
+      return params.bias != nullptr
+                 ? load_param<input_t>(params.bias, c * params.bias_stride, params.bias_f32)
+                 : 0.f;
+    }
+    const int lc = (i - taps) / kHead, j = (i - taps) % kHead;
+    const int64_t c = block_c0 + lc;
+    const int64_t a = seq_base - (kWidth - 1) + j;
+    const int64_t s = params.state_len - (seq.start - a);
+    if (a >= seq.start && a < seq.end)
+      return to_float(__ldg(x + c * params.x_c_stride + a * params.x_t_stride));
+    if (a < seq.start && seq.has_init && s >= 0)
+      return load_state<input_t>(params.states,
+                                 state_line + c * params.state_c_stride + s * params.state_s_stride,
+                                 params.state_f32);
+    return 0.f;
+  };
+  constexpr int kStageLoads = 4;
+  for (int i0 = threadIdx.x; i0 < staged; i0 += kNThreads * kStageLoads) {
+    float v[kStageLoads];
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = i0 + u * kNThreads;
+      v[u] = i < staged ? stage_entry(i) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int i = i0 + u * kNThreads;
+      if (i < taps) {
+        taps_smem[i / (kWidth + 1)][i % (kWidth + 1)] = v[u];
+      } else if (i < staged) {
+        head_smem[(i - taps) / kHead][(i - taps) % kHead] = v[u];
+      }
+    }
+  }
   __syncthreads();
 
   // The compute side: item (it, rel).

@@ -17,12 +17,11 @@ namespace deltakern::portable::cuda {
 constexpr int kTimeThreads = 128;
 constexpr int kMaxTimeChannelIters = 8;
 
-// The flat walk: x convolved as one sequence, edges repaired after (varlen_edges.cuh). Where there
-// are several sequences and the longest is at most half of x: one sequence, or a few long ones, keep
-// the per-sequence walk, which repairs the edges and writes the state inside the walk.
-// TilingOverride::flat forces it (1) or forbids it (2).
-inline bool flat_walk_default(int64_t batch, int64_t tokens, int64_t max_seq_len,
-                              const TilingOverride& force) {
+// The flat walk, in both layouts: x convolved as one sequence, edges repaired after
+// (varlen_edges.cuh). Where there are several sequences and the longest is at most half of x: one
+// sequence, or a few long ones, keep the per-sequence walk, which repairs the edges and writes the
+// state inside the walk. TilingOverride::flat forces it (1) or forbids it (2).
+inline bool use_flat_walk(int64_t batch, int64_t tokens, int64_t max_seq_len, const TilingOverride& force) {
   if (force.flat != 0) return force.flat == 1;
   return batch > 1 && 2 * max_seq_len <= tokens;
 }
@@ -49,8 +48,6 @@ struct TimeCallShape {
 };
 
 namespace cut_detail {
-inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 struct WaveCut {
   int steps = 0, iters = 0;
 };
@@ -67,9 +64,9 @@ inline WaveCut one_wave_cut(int64_t seqs, int64_t len, int64_t row_blocks, int64
   WaveCut best;
   int64_t best_blocks = 0;
   for (int steps : {16, 8, 32}) {
-    const int64_t work_tiles = seqs * div_up(len, steps * step_len);
+    const int64_t work_tiles = seqs * ceil_div(len, steps * step_len);
     for (int iters = 1; iters <= lanes; ++iters) {
-      const int64_t blocks = work_tiles * div_up(row_blocks, iters);
+      const int64_t blocks = work_tiles * ceil_div(row_blocks, iters);
       if (blocks > wave) continue;
       if (blocks > best_blocks && 4 * blocks >= 3 * wave) {
         best_blocks = blocks;
@@ -84,7 +81,6 @@ inline WaveCut one_wave_cut(int64_t seqs, int64_t len, int64_t row_blocks, int64
 
 inline TimeCut plan_time_cut(const TimeCallShape& call, int64_t max_seq_len, int sm_count,
                              const TilingOverride& force) {
-  using cut_detail::div_up;
   const int64_t wave = int64_t(std::max(sm_count, 1)) * call.min_blocks;
   // Lanes per channel: the fewest whose four steps cover the longest sequence, so that short
   // sequences leave few lanes idle and long ones walk whole-warp steps.
@@ -94,10 +90,10 @@ inline TimeCut plan_time_cut(const TimeCallShape& call, int64_t max_seq_len, int
       if (4 * int64_t(lanes) * call.elts >= len) return lanes;
     return 32;
   };
-  auto row_blocks_for = [&](int lanes) { return div_up(call.dim, int64_t(kTimeThreads / lanes)); };
+  auto row_blocks_for = [&](int lanes) { return ceil_div(call.dim, int64_t(kTimeThreads / lanes)); };
   const bool free_cut = force.steps == 0 && force.iters == 0;
 
-  TimeTiling t{32, 16, 1, flat_walk_default(call.batch, call.tokens, max_seq_len, force)};
+  TimeTiling t{32, 16, 1, use_flat_walk(call.batch, call.tokens, max_seq_len, force)};
   cut_detail::WaveCut cut;
   // Equal sequences keep the per-sequence walk where it fits one wave: its grid has no idle tile
   // and its first tiles fix the edges and write the states, where the flat walk's repair is a
@@ -126,7 +122,7 @@ inline TimeCut plan_time_cut(const TimeCallShape& call, int64_t max_seq_len, int
     t.steps_per_tile = cut.steps;
     t.channel_iters = cut.iters;
   } else {
-    if (div_up(span, 32 * step_len) * batch * row_blocks >= 4 * wave) t.steps_per_tile = 32;
+    if (ceil_div(span, 32 * step_len) * batch * row_blocks >= 4 * wave) t.steps_per_tile = 32;
     if (force.steps != 0) t.steps_per_tile = force.steps;
     const int64_t tile_len = t.steps_per_tile * step_len;
     // A row group walks several channels when a channel's tile is short (up to about 64 steps of
@@ -137,16 +133,16 @@ inline TimeCut plan_time_cut(const TimeCallShape& call, int64_t max_seq_len, int
     // beat 4 and 8 by 1 to 7 points). Tiles are counted by the work in them: the last, which only
     // holds the alignment slack, does not count.
     const int64_t mean_len = call.tokens / std::max<int64_t>(batch, 1);
-    const int64_t steps = div_up(std::min(mean_len + call.elts - 1, tile_len), step_len);
-    const int64_t work_iters = div_up(64, std::max<int64_t>(steps, 1));
+    const int64_t steps = ceil_div(std::min(mean_len + call.elts - 1, tile_len), step_len);
+    const int64_t work_iters = ceil_div(64, std::max<int64_t>(steps, 1));
     const int64_t working_tiles = std::max<int64_t>(1, max_seq_len / tile_len);
     const int64_t parallel_iters =
-        div_up(working_tiles * batch * row_blocks, 4 * int64_t(std::max(sm_count, 1)));
+        ceil_div(working_tiles * batch * row_blocks, 4 * int64_t(std::max(sm_count, 1)));
     t.channel_iters = int(std::clamp<int64_t>(std::min(work_iters, parallel_iters), 1, kMaxTimeChannelIters));
     if (force.iters != 0) t.channel_iters = force.iters;
   }
-  const int64_t tiles = std::max<int64_t>(1, div_up(span, t.steps_per_tile * step_len));
-  return {t, tiles, batch, div_up(row_blocks, t.channel_iters)};
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(span, t.steps_per_tile * step_len));
+  return {t, tiles, batch, ceil_div(row_blocks, t.channel_iters)};
 }
 
 }  // namespace deltakern::portable::cuda
