@@ -1,6 +1,6 @@
-// How portable's time-contiguous CUDA prefill cuts a call (varlen_time_cut.hpp): host code, so
-// checked here on any machine. The kernels themselves are checked on the GPU, under every cut,
-// by scripts/gpu-check.sh.
+// How portable's time-contiguous CUDA prefill cuts a call, and which walk the channel-last one takes
+// (varlen_time_cut.hpp): host code, so checked here on any machine. The kernels themselves are checked on the
+// GPU, under every cut, by scripts/gpu-check.sh.
 #define BOOST_TEST_MODULE portable_cuda_cut
 #include <boost/test/unit_test.hpp>
 
@@ -98,6 +98,28 @@ BOOST_AUTO_TEST_CASE(a_few_long_sequences_keep_their_walk) {
   BOOST_TEST(!c.tiling.flat);
   BOOST_TEST(c.seqs == 3);
   BOOST_TEST(c.tiling.channel_iters <= kMaxTimeChannelIters);
+}
+
+BOOST_AUTO_TEST_CASE(channel_last_walks_equal_sequences_one_by_one) {
+  const TilingOverride none;
+  for (int64_t tokens : {8192, 32768, 131072}) {
+    BOOST_TEST_CONTEXT("T=" << tokens) {
+      BOOST_TEST(!use_flat_walk_channel_last(8, tokens, tokens / 8, none));
+      // Mixed lengths (the longest below half of x) take the flat walk, as the time-contiguous cut
+      // does; lengths that only look equal too.
+      BOOST_TEST(use_flat_walk_channel_last(64, tokens, tokens / 32, none));
+      BOOST_TEST(use_flat_walk_channel_last(8, tokens, tokens / 4, none));
+      // One sequence, or a few long ones: per sequence.
+      BOOST_TEST(!use_flat_walk_channel_last(1, tokens, tokens, none));
+      BOOST_TEST(!use_flat_walk_channel_last(3, tokens, tokens - 2, none));
+    }
+  }
+  // The override wins both ways.
+  TilingOverride flat, per_seq;
+  flat.flat = 1;
+  per_seq.flat = 2;
+  BOOST_TEST(use_flat_walk_channel_last(8, 8192, 1024, flat));
+  BOOST_TEST(!use_flat_walk_channel_last(64, 8192, 256, per_seq));
 }
 
 BOOST_AUTO_TEST_CASE(the_override_wins) {

@@ -274,7 +274,7 @@ void varlen_channel_last_dispatch(const VarlenParams& p, int64_t max_seq_len, co
   // costs one chunk, a long one amortises the block's start. Four, from a sweep on the H200 (D=8192
   // and 4096, 8k to 128k tokens, 1 / 8 / 64 sequences: 2, 8, 16 or 32 chunks were never better by
   // more than the noise, and up to 14 points worse at 8k tokens).
-  const bool flat = use_flat_walk(p.batch, p.tokens, max_seq_len, force);
+  const bool flat = use_flat_walk_channel_last(p.batch, p.tokens, max_seq_len, force);
   const int64_t batch = flat ? 1 : p.batch;
   if (flat) max_seq_len = p.tokens;
   const int64_t channel_blocks = ceil_div(p.dim, int64_t(kChunkC));
