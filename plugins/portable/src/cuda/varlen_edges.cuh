@@ -22,15 +22,25 @@ __device__ __forceinline__ SeqInfo flat_seq(const VarlenParams& p) {
 // coalesced for channel-last x, a row apart for time-contiguous x (a few entries per row). The
 // work per thread is a few loads and stores, so the kernel is latency-bound: every load that does
 // not depend on another is issued before the first store (two round trips for S <= kStateRegs).
+//
+// Time-contiguous x (kSectors): a head's W-1 outputs are a few bytes of a 32-byte sector that the
+// walk wrote long before, so DRAM would read the sector back to merge them. Where the sector's other
+// tokens are plain outputs (windows inside their own sequence: the sequence before starts at least
+// W-1 tokens before the sector and is not padded, this one runs past it), the thread rewrites the
+// whole sector, those tokens recomputed bit for bit as the walk computed them (H200, bf16, 64 x 8192
+// (sequence, channel) pairs: the repair's head stores cost 56 us as partial writes, 17 as whole
+// sectors). Otherwise it writes the head tokens alone.
 constexpr int kEdgeThreads = 128;
-template <typename input_t, int kWidth>
+template <typename input_t, int kWidth, bool kSectors>
 __global__ __launch_bounds__(kEdgeThreads) void varlen_edges_kernel(VarlenParams params) {
   constexpr int kStateRegs = 4;
   const int64_t c = int64_t(blockIdx.y) * kEdgeThreads + threadIdx.x;
   const bool live = c < params.dim;
   const int64_t cc = live ? c : 0;  // loads stay in bounds; a dead thread stores nothing
-  // Round trip 1: the sequence and the channel's taps.
+  // Round trip 1: the sequence (and the one before it), and the channel's taps.
   const SeqInfo seq = load_seq(params, blockIdx.x);
+  SeqInfo prev{};
+  if (kSectors && blockIdx.x > 0) prev = load_seq(params, blockIdx.x - 1);
   float w[kWidth];
 #pragma unroll
   for (int k = 0; k < kWidth; ++k)
@@ -82,15 +92,84 @@ __global__ __launch_bounds__(kEdgeThreads) void varlen_edges_kernel(VarlenParams
   float v[kStateRegs];
 #pragma unroll
   for (int m = 0; m < kStateRegs; ++m) v[m] = new_state(m);
+
+  // Whole sectors [a0, a0 + nsec * kSec) over the head, where they may be rewritten.
+  constexpr int kPack = Pack<input_t>::kN, kSec = 32 / int(sizeof(input_t));
+  static_assert(kSec == 2 * kPack);
+  const int64_t head_end = min(seq.start + kWidth - 1, seq.end);
+  int64_t a0 = 0;
+  int nsec = 0;
+  if constexpr (kSectors) {
+    const int64_t off = int64_t(reinterpret_cast<uintptr_t>(out) / sizeof(input_t)) % kSec;
+    a0 = seq.start - (seq.start + off) % kSec;
+    const int n = head_end > seq.start ? int((head_end - 1 - a0) / kSec) + 1 : 0;
+    // The sector lies in the row (its first token is not before token 0). Tokens before the
+    // sequence in it: outputs of the sequence before, far enough from its start (or, before the
+    // first sequence, outputs of no sequence, which the walk left as it computed them); after the
+    // head: this sequence's.
+    const bool before = a0 == seq.start || blockIdx.x == 0 || (!prev.skip && prev.start <= a0 - (kWidth - 1));
+    if (a0 >= 0 && before && seq.end >= a0 + n * kSec) nsec = n;
+  }
+  // A sector's window: tokens a-(W-1) .. a+kSec-1 of x (zeros before token 0, as the flat walk).
+  float xs[kWidth - 1 + kSec];
+  auto load_sector = [&](int64_t a) {
 #pragma unroll
-  for (int i = 0; i < kWidth - 1; ++i) {
-    const int64_t t = seq.start + i;
-    if (t >= seq.end) break;
-    float o = bias;
+    for (int j = 0; j < kWidth - 1; ++j)
+      xs[j] = a - (kWidth - 1) + j >= 0 ? to_float(__ldg(x + a - (kWidth - 1) + j)) : 0.f;
 #pragma unroll
-    for (int k = 0; k < kWidth; ++k) o += w[k] * e[i + k];
-    if (params.silu) o = silu<input_t>(o);
-    out[t * params.out_t_stride] = from_float<input_t>(o);
+    for (int h = 0; h < 2; ++h) {
+      const Pack<input_t> pk = load_pack(x + a + h * kPack);
+#pragma unroll
+      for (int i = 0; i < kPack; ++i) xs[kWidth - 1 + h * kPack + i] = to_float(pk.v[i]);
+    }
+  };
+  // Token u's window entry at token u-(W-1)+k: the prior (e) where u is in the sequence and the entry
+  // before it, x otherwise.
+  auto store_sector = [&](int64_t a) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      Pack<input_t> pk;
+#pragma unroll
+      for (int i = 0; i < kPack; ++i) {
+        const int64_t u = a + h * kPack + i;
+        float o = bias;
+#pragma unroll
+        for (int k = 0; k < kWidth; ++k) {
+          const int64_t tok = u - (kWidth - 1) + k;
+          const float xe = xs[h * kPack + i + k];
+          float pe = xe;
+          if (u >= seq.start && tok < seq.start) {
+            // e[tok - (start - (W-1))] by selects: a run-time index would put e in local memory.
+            const int64_t idx = tok - (seq.start - (kWidth - 1));
+#pragma unroll
+            for (int j = 0; j < kWidth - 1; ++j) pe = idx == j ? e[j] : pe;
+          }
+          o += w[k] * pe;
+        }
+        if (params.silu) o = silu<input_t>(o);
+        pk.v[i] = from_float<input_t>(o);
+      }
+      store_pack(out + a + h * kPack, pk);
+    }
+  };
+  if (nsec > 0) {
+    load_sector(a0);
+    store_sector(a0);
+    if (nsec > 1) {
+      load_sector(a0 + kSec);
+      store_sector(a0 + kSec);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kWidth - 1; ++i) {
+      const int64_t t = seq.start + i;
+      if (t >= seq.end) break;
+      float o = bias;
+#pragma unroll
+      for (int k = 0; k < kWidth; ++k) o += w[k] * e[i + k];
+      if (params.silu) o = silu<input_t>(o);
+      out[t * params.out_t_stride] = from_float<input_t>(o);
+    }
   }
   for (int64_t j0 = 0;;) {
 #pragma unroll
@@ -109,7 +188,13 @@ __global__ __launch_bounds__(kEdgeThreads) void varlen_edges_kernel(VarlenParams
 template <typename input_t, int kWidth>
 void launch_varlen_edges(const VarlenParams& p, cudaStream_t stream) {
   const dim3 grid = make_grid(p.batch, ceil_div(p.dim, int64_t(kEdgeThreads)), 1);
-  varlen_edges_kernel<input_t, kWidth><<<grid, kEdgeThreads, 0, stream>>>(p);
+  // Whole sectors need unit token strides and 16-byte aligned rows of x and out.
+  constexpr int kPack = Pack<input_t>::kN;
+  const bool sectors = p.x_t_stride == 1 && p.out_t_stride == 1 && p.x_c_stride % kPack == 0 &&
+                       p.out_c_stride % kPack == 0 && aligned16(p.x) && aligned16(p.out);
+  bool_switch(sectors, [&](auto is_sectors) {
+    varlen_edges_kernel<input_t, kWidth, decltype(is_sectors)::value><<<grid, kEdgeThreads, 0, stream>>>(p);
+  });
 }
 
 }  // namespace deltakern::portable::cuda
