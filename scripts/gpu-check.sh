@@ -180,6 +180,24 @@ run() {
   else
     skip "test_conformance" "not built"
   fi
+  # The cuts must agree to the bit (same arithmetic in the same order): portable's results under
+  # the launcher's cut and four forced ones, as digests of a fixed set of calls.
+  if [ -x "$bin/portable_cut_digest" ]; then
+    step "portable CUDA, same bits under every cut (digests)" 120 bash -c '
+      ref=$("$1/portable_cut_digest") || { echo "$ref"; exit 1; }
+      for cut in "flat=0" "flat=1" "lanes=8,steps=1,iters=2,chunks=1,flat=1" \
+        "lanes=16,steps=3,iters=8,chunks=3,flat=1"; do
+        got=$(DELTAKERN_PORTABLE_CUDA_TILING="$cut" "$1/portable_cut_digest") || { echo "$got"; exit 1; }
+        if [ "$got" != "$ref" ]; then
+          echo "under $cut the digests differ from the launcher cut:"
+          diff <(echo "$ref") <(echo "$got")
+          exit 1
+        fi
+      done
+      echo "$(echo "$ref" | wc -l) calls, identical under the launcher cut and 4 forced cuts"' _ "$bin"
+  else
+    skip "portable cut digests" "not built"
+  fi
   # The same suite through the command line, when the Boost program was not built.
   [ ! -x "$bin/test_conformance" ] && [ -x "$bin/deltakern" ] && step "deltakern conformance" 300 "$bin/deltakern" conformance
   # The benchmark before the optional checks: its table is what the run is for.
