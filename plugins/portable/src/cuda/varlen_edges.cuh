@@ -80,19 +80,6 @@ __global__ __launch_bounds__(kEdgeThreads) void varlen_edges_kernel(VarlenParams
            : rel >= 0 ? to_float(__ldg(x + (seq.start + rel) * params.x_t_stride))
                       : prior(j + len);
   };
-  // Round trip 2: the windows of the first W-1 outputs (entries start-(W-1) .. start+W-2) and the
-  // first kStateRegs entries of the new state row.
-  constexpr int kSpan = 2 * kWidth - 2;
-  float e[kSpan];
-#pragma unroll
-  for (int i = 0; i < kSpan; ++i) {
-    const int64_t a = seq.start - (kWidth - 1) + i;
-    e[i] = a < seq.end ? entry(a) : 0.f;
-  }
-  float v[kStateRegs];
-#pragma unroll
-  for (int m = 0; m < kStateRegs; ++m) v[m] = new_state(m);
-
   // Whole sectors [a0, a0 + nsec * kSec) over the head, where they may be rewritten.
   constexpr int kPack = Pack<input_t>::kN, kSec = 32 / int(sizeof(input_t));
   static_assert(kSec == 2 * kPack);
@@ -110,6 +97,20 @@ __global__ __launch_bounds__(kEdgeThreads) void varlen_edges_kernel(VarlenParams
     const bool before = a0 == seq.start || blockIdx.x == 0 || (!prev.skip && prev.start <= a0 - (kWidth - 1));
     if (a0 >= 0 && before && seq.end >= a0 + n * kSec) nsec = n;
   }
+  // Round trip 2: the windows of the first W-1 outputs (entries start-(W-1) .. start+W-2; over
+  // whole sectors only the prior ones, the sector's window holds the others) and the first
+  // kStateRegs entries of the new state row.
+  constexpr int kSpan = 2 * kWidth - 2;
+  float e[kSpan];
+#pragma unroll
+  for (int i = 0; i < kSpan; ++i) {
+    const int64_t a = seq.start - (kWidth - 1) + i;
+    e[i] = a < seq.end && (nsec == 0 || a < seq.start) ? entry(a) : 0.f;
+  }
+  float v[kStateRegs];
+#pragma unroll
+  for (int m = 0; m < kStateRegs; ++m) v[m] = new_state(m);
+
   // A sector's window: tokens a-(W-1) .. a+kSec-1 of x (zeros before token 0, as the flat walk).
   float xs[kWidth - 1 + kSec];
   auto load_sector = [&](int64_t a) {
