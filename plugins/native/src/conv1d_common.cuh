@@ -73,6 +73,24 @@ decltype(auto) dtype_switch(int32_t dtype, F&& f) {
   }
 }
 
+// Host side: calls f(std::integral_constant<int, W>{}, std::bool_constant<S>{}) with the conv's
+// width (2..4) and activation, so that neither is a run-time test in a kernel's inner loop: with
+// `first` unknown at compile time every skipped tap cost a predicated FMA and a move per token.
+template <class F>
+decltype(auto) width_silu_switch(int32_t width, bool silu, F&& f) {
+  const auto with = [&](auto act) -> decltype(auto) {
+    switch (width) {
+      case 2:
+        return f(std::integral_constant<int, 2>{}, act);
+      case 3:
+        return f(std::integral_constant<int, 3>{}, act);
+      default:
+        return f(std::integral_constant<int, 4>{}, act);
+    }
+  };
+  return silu ? with(std::true_type{}) : with(std::false_type{});
+}
+
 // Elements whose dtype is only known at run time (weight, bias, states): the branch is
 // uniform across the grid, and these are read once per sequence or per channel.
 __device__ __forceinline__ float load_float(const void* p, int64_t i, int32_t dtype) {
@@ -116,6 +134,28 @@ __device__ __forceinline__ void load_elems(const T* p, float (&out)[kN]) {
     for (int i = 0; i < kN; ++i) out[i] = to_float(u.e[i]);
   }
 }
+// Rounds kN floats into T, a pair per conversion instruction for 16-bit T (one at a time, the
+// compiler converts each into its own register and merges them: two more instructions a pair).
+template <typename T, int kN>
+__device__ __forceinline__ void round_into(T (&out)[kN], const float (&in)[kN]) {
+  if constexpr (std::is_same_v<T, float> || kN % 2 != 0) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) out[i] = from_float<T>(in[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kN; i += 2) {
+      if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(in[i], in[i + 1]);
+        out[i] = h.x;
+        out[i + 1] = h.y;
+      } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(in[i], in[i + 1]);
+        out[i] = h.x;
+        out[i + 1] = h.y;
+      }
+    }
+  }
+}
 template <typename T, int kN>
 __device__ __forceinline__ void store_elems(T* p, const float (&in)[kN]) {
   if constexpr (kN == 1) {
@@ -126,8 +166,7 @@ __device__ __forceinline__ void store_elems(T* p, const float (&in)[kN]) {
       Vec v;
       T e[kN];
     } u;
-#pragma unroll
-    for (int i = 0; i < kN; ++i) u.e[i] = from_float<T>(in[i]);
+    round_into(u.e, in);
     *reinterpret_cast<Vec*>(p) = u.v;
   }
 }

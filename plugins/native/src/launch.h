@@ -66,7 +66,6 @@ int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const Launch
 int preload_time_walker();
 int channel_last_vec_width(int32_t dtype, bool vectorized);
 int channel_last_threads();
-int channel_last_blocks_per_sm(int32_t dtype, bool vectorized);
 int time_contiguous_segment(int32_t dtype, bool vectorized);
 int time_contiguous_warps();
 

@@ -40,7 +40,7 @@ __device__ __forceinline__ void unpack(const Vec& raw, float (&out)[kVec]) {
   for (int i = 0; i < kVec; ++i) out[i] = to_float(u.e[i]);
 }
 
-template <typename Kt>
+template <typename Kt, int kWidth, bool kSilu>
 __global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(const VarlenParams p) {
   using T = typename Kt::T;
   using Vec = typename Kt::Vec;
@@ -69,8 +69,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(c
   ChannelTaps taps[kVec];
 #pragma unroll
   for (int v = 0; v < kVec; ++v) taps[v] = load_taps(p.conv, c0 + v);
-  const int first = kMaxWidth - p.conv.width;
-  const bool silu = p.conv.silu;
+  constexpr int first = kMaxWidth - kWidth;
+  constexpr bool silu = kSilu;
   const StateView& st = p.state;
 
   for (int32_t b = b_first; b < p.batch; ++b) {
@@ -169,26 +169,18 @@ __global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(c
   allow_next_grid();
 }
 
-template <typename T, bool kVectorized>
-static cudaError_t launch_channel_last(const VarlenParams& p, const LaunchOptions& o, cudaStream_t stream) {
-  using Kt = ChannelLastTraits<T, kVectorized>;
-  const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
-  const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));
-  return launch_kernel(varlen_channel_last_kernel<Kt>, grid, dim3(Kt::kNThreads), Kt::kSmemBytes, stream,
-                       o.pdl, p);
-}
-
-template <typename T, bool kVectorized>
-static int blocks_per_sm() {
-  static int cached = [] {
-    int n = 0;
-    using Kt = ChannelLastTraits<T, kVectorized>;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, varlen_channel_last_kernel<Kt>, Kt::kNThreads,
-                                                      Kt::kSmemBytes) != cudaSuccess)
-      n = 4;
-    return n > 0 ? n : 1;
-  }();
-  return cached;
+// The instantiation for (dtype, vectorized, width, silu).
+template <typename F>
+static decltype(auto) with_channel_last(int32_t dtype, bool vectorized, int32_t width, bool silu, F&& f) {
+  return dtype_switch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return width_silu_switch(width, silu, [&](auto w, auto act) {
+      return vectorized ? f(varlen_channel_last_kernel<ChannelLastTraits<T, true>, w(), act()>,
+                            ChannelLastTraits<T, true>{})
+                        : f(varlen_channel_last_kernel<ChannelLastTraits<T, false>, w(), act()>,
+                            ChannelLastTraits<T, false>{});
+    });
+  });
 }
 
 int channel_last_vec_width(int32_t dtype, bool vectorized) {
@@ -196,36 +188,27 @@ int channel_last_vec_width(int32_t dtype, bool vectorized) {
 }
 int channel_last_threads() { return ChannelLastTraits<float, true>::kNThreads; }
 
-int channel_last_blocks_per_sm(int32_t dtype, bool vectorized) {
-  return dtype_switch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return vectorized ? blocks_per_sm<T, true>() : blocks_per_sm<T, false>();
-  });
-}
-
 int preload_channel_last() {
   cudaFuncAttributes a;
   int err = cudaSuccess;
-  auto load = [&](auto kernel) {
-    if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, kernel);
-  };
-  load(varlen_channel_last_kernel<ChannelLastTraits<float, true>>);
-  load(varlen_channel_last_kernel<ChannelLastTraits<float, false>>);
-  load(varlen_channel_last_kernel<ChannelLastTraits<__half, true>>);
-  load(varlen_channel_last_kernel<ChannelLastTraits<__half, false>>);
-  load(varlen_channel_last_kernel<ChannelLastTraits<__nv_bfloat16, true>>);
-  load(varlen_channel_last_kernel<ChannelLastTraits<__nv_bfloat16, false>>);
-  for (int32_t dt : {kF32, kF16, kBF16})
-    for (bool v : {true, false}) channel_last_blocks_per_sm(dt, v);
+  for (int32_t dtype : {kF32, kF16, kBF16})
+    for (bool vectorized : {true, false})
+      for (int32_t width = 2; width <= kMaxWidth; ++width)
+        for (bool silu : {false, true})
+          if (err == cudaSuccess)
+            err = with_channel_last(dtype, vectorized, width, silu,
+                                    [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
   return err;
 }
 
 int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
                                void* stream) {
-  auto s = static_cast<cudaStream_t>(stream);
-  return dtype_switch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return vectorized ? launch_channel_last<T, true>(p, o, s) : launch_channel_last<T, false>(p, o, s);
+  return with_channel_last(dtype, vectorized, p.conv.width, p.conv.silu, [&](auto kernel, auto traits) {
+    using Kt = decltype(traits);
+    const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
+    const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));
+    return launch_kernel(kernel, grid, dim3(Kt::kNThreads), Kt::kSmemBytes, static_cast<cudaStream_t>(stream),
+                         o.pdl, p);
   });
 }
 

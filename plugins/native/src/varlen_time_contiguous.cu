@@ -64,7 +64,7 @@ __device__ __forceinline__ float prior_at(const VarlenParams& p, const Segment& 
                           : 0.f;
 }
 
-template <typename Kt>
+template <typename Kt, int kWidth, bool kSilu>
 __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(const VarlenParams p) {
   using T = typename Kt::T;
   using Vec = typename Kt::Vec;
@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   const int64_t wend = last_tile && warp % warps_per_row == warps_per_row - 1
                            ? max(wbase + kSegment, p.tokens + 1)
                            : wbase + kSegment;
-  const int first = kMaxWidth - p.conv.width;
-  const bool silu = p.conv.silu;
+  constexpr int first = kMaxWidth - kWidth;
+  constexpr bool silu = kSilu;
   const StateView& st = p.state;
 
   for (int64_t d0 = static_cast<int64_t>(blockIdx.y) * rows; d0 < p.dim;
@@ -274,13 +274,18 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   }
 }
 
-template <typename T, bool kVectorized>
-static cudaError_t launch_time_contiguous(const VarlenParams& p, const LaunchOptions& o,
-                                          cudaStream_t stream) {
-  using Kt = TimeContiguousTraits<T, kVectorized>;
-  const int64_t blocks_y = std::min<int64_t>((p.dim + p.rows_per_block - 1) / p.rows_per_block, 65535);
-  return launch_kernel(varlen_time_contiguous_kernel<Kt>, dim3(p.ntiles, static_cast<unsigned>(blocks_y)),
-                       dim3(Kt::kNThreads), 0, stream, o.pdl, p);
+// The instantiation for (dtype, vectorized, width, silu).
+template <typename F>
+static decltype(auto) with_time_contiguous(int32_t dtype, bool vectorized, int32_t width, bool silu, F&& f) {
+  return dtype_switch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return width_silu_switch(width, silu, [&](auto w, auto act) {
+      return vectorized ? f(varlen_time_contiguous_kernel<TimeContiguousTraits<T, true>, w(), act()>,
+                            TimeContiguousTraits<T, true>{})
+                        : f(varlen_time_contiguous_kernel<TimeContiguousTraits<T, false>, w(), act()>,
+                            TimeContiguousTraits<T, false>{});
+    });
+  });
 }
 
 int time_contiguous_segment(int32_t dtype, bool vectorized) {
@@ -293,24 +298,23 @@ int time_contiguous_warps() { return TimeContiguousTraits<float, true>::kNWarps;
 int preload_time_contiguous() {
   cudaFuncAttributes a;
   int err = cudaSuccess;
-  auto load = [&](auto kernel) {
-    if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, kernel);
-  };
-  load(varlen_time_contiguous_kernel<TimeContiguousTraits<float, true>>);
-  load(varlen_time_contiguous_kernel<TimeContiguousTraits<float, false>>);
-  load(varlen_time_contiguous_kernel<TimeContiguousTraits<__half, true>>);
-  load(varlen_time_contiguous_kernel<TimeContiguousTraits<__half, false>>);
-  load(varlen_time_contiguous_kernel<TimeContiguousTraits<__nv_bfloat16, true>>);
-  load(varlen_time_contiguous_kernel<TimeContiguousTraits<__nv_bfloat16, false>>);
+  for (int32_t dtype : {kF32, kF16, kBF16})
+    for (bool vectorized : {true, false})
+      for (int32_t width = 2; width <= kMaxWidth; ++width)
+        for (bool silu : {false, true})
+          if (err == cudaSuccess)
+            err = with_time_contiguous(dtype, vectorized, width, silu,
+                                       [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
   return err;
 }
 
 int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,
                                   const LaunchOptions& o, void* stream) {
-  auto s = static_cast<cudaStream_t>(stream);
-  return dtype_switch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return vectorized ? launch_time_contiguous<T, true>(p, o, s) : launch_time_contiguous<T, false>(p, o, s);
+  const int64_t blocks_y = std::min<int64_t>((p.dim + p.rows_per_block - 1) / p.rows_per_block, 65535);
+  return with_time_contiguous(dtype, vectorized, p.conv.width, p.conv.silu, [&](auto kernel, auto traits) {
+    using Kt = decltype(traits);
+    return launch_kernel(kernel, dim3(p.ntiles, static_cast<unsigned>(blocks_y)), dim3(Kt::kNThreads), 0,
+                         static_cast<cudaStream_t>(stream), o.pdl, p);
   });
 }
 

@@ -57,20 +57,22 @@ struct TableEntry {
 };
 
 // new s[j] = e[L + j] of one channel's state row, e = concat(prior, x_b): ascending j reads the
-// old entries (L < S) before overwriting them; the originals come from the walk's ring.
+// old entries (L < S) before overwriting them; the originals come from the walk's ring. Loops
+// kept rolled: this runs once per sequence end, and unrolling over a run-time S bought only
+// remainder code and registers.
 template <typename S, typename RingAt>
 __device__ __forceinline__ void write_new_state(S* row_state, const StateView& st, int32_t len, bool init,
                                                 int32_t start, const RingAt& ring_at) {
-  for (int32_t j = 0; j < st.len; ++j) {
-    const int32_t i = len + j;
-    const float v = i >= st.len ? ring_at(start + i - st.len)
-                    : init      ? to_float(row_state[i * st.pos_stride])
-                                : 0.f;
-    row_state[j * st.pos_stride] = from_float<S>(v);
-  }
+  S* q = row_state;
+  int32_t j = 0;
+#pragma unroll 1
+  for (; j < st.len - len; ++j, q += st.pos_stride)  // short sequences keep part of the old state
+    *q = init ? row_state[(len + j) * st.pos_stride] : from_float<S>(0.f);
+#pragma unroll 1
+  for (; j < st.len; ++j, q += st.pos_stride) *q = from_float<S>(ring_at(start + len + j - st.len));
 }
 
-template <typename Kt>
+template <typename Kt, int kWidth, bool kSilu>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     varlen_time_walker_kernel(const VarlenParams p) {
   using T = typename Kt::T;
@@ -91,8 +93,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   T* const row = static_cast<T*>(p.x) + d * p.chan_stride;
   const StateView& st = p.state;
   const ChannelTaps taps = load_taps(p.conv, d);
-  const int first = kMaxWidth - p.conv.width;
-  const bool silu = p.conv.silu;
+  constexpr int first = kMaxWidth - kWidth;
+  constexpr bool silu = kSilu;
 
   // Token positions are 32-bit (query_start_loc is int32; plan_varlen keeps T below 2^31 - 2^16).
   const int32_t t_start = static_cast<int32_t>(seq_offset(p, 0));
@@ -201,14 +203,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         w[i] = lane == 0 ? carry[i] : r;
         carry[i] = r;  // lane 0's halo of the next access is lane 31's tail of this one
       }
+      float out[kVec];
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
         const float x = to_float(cur[j].e[i]);
-        cur[j].e[i] = from_float<T>(conv_point<T>(taps, first, w[0], w[1], w[2], x, silu));
+        out[i] = conv_point<T>(taps, first, w[0], w[1], w[2], x, silu);
         w[0] = w[1];
         w[1] = w[2];
         w[2] = x;
       }
+      round_into(cur[j].e, out);
     }
 
     if (c0 >= fast_lo && c1 < fast_hi) {
@@ -326,26 +330,35 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
 template <typename T>
 using WalkerTraitsFor = TimeWalkerTraits<T, 4, 3>;
 
-template <typename T>
-static cudaError_t launch_walker(const VarlenParams& p, const LaunchOptions& o, cudaStream_t stream) {
-  using Kt = WalkerTraitsFor<T>;
-  const int64_t blocks = (p.dim + Kt::kNWarps - 1) / Kt::kNWarps;
-  return launch_kernel(varlen_time_walker_kernel<Kt>, dim3(static_cast<unsigned>(blocks)),
-                       dim3(Kt::kNThreads), 0, stream, o.pdl, p);
+// The instantiation for (dtype, width, silu).
+template <typename F>
+static decltype(auto) with_walker(int32_t dtype, int32_t width, bool silu, F&& f) {
+  return dtype_switch(dtype, [&](auto tag) {
+    return width_silu_switch(width, silu, [&](auto w, auto act) {
+      return f(varlen_time_walker_kernel<WalkerTraitsFor<typename decltype(tag)::type>, w(), act()>);
+    });
+  });
 }
 
 int preload_time_walker() {
   cudaFuncAttributes a;
-  int err = cudaFuncGetAttributes(&a, varlen_time_walker_kernel<WalkerTraitsFor<float>>);
-  if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, varlen_time_walker_kernel<WalkerTraitsFor<__half>>);
-  if (err == cudaSuccess)
-    err = cudaFuncGetAttributes(&a, varlen_time_walker_kernel<WalkerTraitsFor<__nv_bfloat16>>);
+  int err = cudaSuccess;
+  for (int32_t dtype : {kF32, kF16, kBF16})
+    for (int32_t width = 2; width <= kMaxWidth; ++width)
+      for (bool silu : {false, true})
+        if (err == cudaSuccess)
+          err =
+              with_walker(dtype, width, silu, [&](auto kernel) { return cudaFuncGetAttributes(&a, kernel); });
   return err;
 }
 
 int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream) {
-  auto s = static_cast<cudaStream_t>(stream);
-  return dtype_switch(dtype, [&](auto tag) { return launch_walker<typename decltype(tag)::type>(p, o, s); });
+  constexpr int kWarps = WalkerTraitsFor<float>::kNWarps, kThreads = WalkerTraitsFor<float>::kNThreads;
+  const int64_t blocks = (p.dim + kWarps - 1) / kWarps;
+  return with_walker(dtype, p.conv.width, p.conv.silu, [&](auto kernel) {
+    return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
+                         static_cast<cudaStream_t>(stream), o.pdl, p);
+  });
 }
 
 }  // namespace deltakern::native
