@@ -624,6 +624,30 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
         add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S) + "/f32");
       }
     }
+    if (cl) {
+      // Token rows over 8 KB take 16-byte threads (smaller ones, every case above, 8-byte ones),
+      // with and without token tiles, widths 2-4, f16 and f32.
+      VarlenCase wide;
+      wide.channel_last = true;
+      wide.D = 4160;
+      wide.lens = {77, 5, 123, 1, 0, 40};
+      wide.pad_every = 4;
+      add(wide, L + "/wide-rows");
+      wide.tile = 64;
+      add(wide, L + "/wide-rows/tiles64");
+      wide.tile = 0;
+      wide.W = 2;
+      wide.silu = false;
+      add(wide, L + "/wide-rows/W2");
+      wide.W = 3;
+      wide.xdt = wide.wdt = wide.bdt = wide.sdt = Dt::f16;
+      add(wide, L + "/wide-rows/W3/f16");
+      wide.W = 4;
+      wide.silu = true;
+      wide.D = 2080;
+      wide.xdt = wide.wdt = wide.bdt = wide.sdt = Dt::f32;
+      add(wide, L + "/wide-rows/f32");
+    }
     VarlenCase big;
     big.channel_last = cl;
     big.D = 512;

@@ -64,7 +64,7 @@ int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vec
                                   const LaunchOptions& o, void* stream);
 int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream);
 int preload_time_walker();
-int channel_last_vec_width(int32_t dtype, bool vectorized);
+int channel_last_vec_width(int32_t dtype, bool vectorized, int64_t dim);
 int channel_last_threads();
 int time_contiguous_segment(int32_t dtype, bool vectorized);
 int time_contiguous_warps();

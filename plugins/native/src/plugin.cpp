@@ -324,7 +324,7 @@ void run_varlen(Plugin& plugin, const dk_call& call) {
   bool vectorized;
   if (channel_last) {
     vectorized = aligned(p.x, 16) && (p.tokens <= 1 || (p.time_stride * esz) % 16 == 0) &&
-                 p.dim % channel_last_vec_width(dt, true) == 0;
+                 p.dim % channel_last_vec_width(dt, true, p.dim) == 0;
   } else {
     vectorized = aligned(p.x, 16) && (p.dim <= 1 || (p.chan_stride * esz) % 16 == 0);
     p.time_stride = 1;

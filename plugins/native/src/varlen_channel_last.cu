@@ -15,17 +15,20 @@
 
 namespace deltakern::native {
 
-template <typename T_, bool kVectorized_>
+// kVecBytes: bytes of channels a thread, 16 or 8 (see channel_last_vec_bytes); 0 is the scalar
+// path (misaligned x): one channel and plain loads.
+template <typename T_, int kVecBytes_>
 struct ChannelLastTraits {
   using T = T_;
   static constexpr int kNThreads = 128;
-  // 16 bytes of channels a thread (8 for 16-bit types, 4 for f32); the scalar path (misaligned
-  // x) has one channel and plain loads.
-  static constexpr int kVec = kVectorized_ ? 16 / static_cast<int>(sizeof(T)) : 1;
+  // plan_varlen sizes the tiles for about two blocks per SM, so a thread may use the registers
+  // of two: at four, the 16-byte path spilled in its inner loop (H200: 3-5% slower at 8k-32k).
+  static constexpr int kMinBlocks = 2;
+  static constexpr int kVec = kVecBytes_ > 0 ? kVecBytes_ / static_cast<int>(sizeof(T)) : 1;
   static constexpr int kBatch = 4;   // token rows per cp.async group
   static constexpr int kStages = 4;  // groups in flight
   static constexpr int kDepth = kBatch * kStages;
-  static constexpr int kSmemBytes = kVectorized_ ? kDepth * kNThreads * 16 : 0;
+  static constexpr int kSmemBytes = kDepth * kNThreads * kVecBytes_;
   using Vec = typename BytesToType<sizeof(T) * kVec>::Type;
 };
 
@@ -41,7 +44,8 @@ __device__ __forceinline__ void unpack(const Vec& raw, float (&out)[kVec]) {
 }
 
 template <typename Kt, int kWidth, bool kSilu>
-__global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(const VarlenParams p) {
+__global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
+    varlen_channel_last_kernel(const VarlenParams p) {
   using T = typename Kt::T;
   using Vec = typename Kt::Vec;
   constexpr int kVec = Kt::kVec;
@@ -88,7 +92,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(c
     auto issue = [&](int64_t t0) {
 #pragma unroll
       for (int k = 0; k < kBatch; ++k)
-        if (t0 + k < e) cp_async<16>(slot(t0 + k), x + (t0 + k) * ts);
+        if (t0 + k < e) cp_async<sizeof(Vec)>(slot(t0 + k), x + (t0 + k) * ts);
       cp_async_commit();  // one group per batch, empty or not, keeps the wait counts uniform
     };
     if constexpr (kVectorized) {
@@ -169,41 +173,57 @@ __global__ void __launch_bounds__(Kt::kNThreads, 4) varlen_channel_last_kernel(c
   allow_next_grid();
 }
 
-// The instantiation for (dtype, vectorized, width, silu).
+// Bytes of channels a thread of the vectorized path. An H200 sweep (bf16, one sequence to 64
+// mixed, 8k-128k tokens, the same tiles and bytes per thread) found 8-byte threads 0-16% faster
+// than 16-byte ones where a token row is 8 KB (D = 4096) and 10-29% slower where it is 16 KB
+// (D = 8192); why is not established. Rows of up to 8 KB take 8-byte threads.
+int channel_last_vec_bytes(int32_t dtype, int64_t dim) {
+  return dim * (dtype == kF32 ? 4 : 2) <= 8192 ? 8 : 16;
+}
+
+// The instantiation for (dtype, thread width, width, silu).
 template <typename F>
-static decltype(auto) with_channel_last(int32_t dtype, bool vectorized, int32_t width, bool silu, F&& f) {
+static decltype(auto) with_channel_last(int32_t dtype, int vec_bytes, int32_t width, bool silu, F&& f) {
   return dtype_switch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return width_silu_switch(width, silu, [&](auto w, auto act) {
-      return vectorized ? f(varlen_channel_last_kernel<ChannelLastTraits<T, true>, w(), act()>,
-                            ChannelLastTraits<T, true>{})
-                        : f(varlen_channel_last_kernel<ChannelLastTraits<T, false>, w(), act()>,
-                            ChannelLastTraits<T, false>{});
+      switch (vec_bytes) {
+        case 16:
+          return f(varlen_channel_last_kernel<ChannelLastTraits<T, 16>, w(), act()>,
+                   ChannelLastTraits<T, 16>{});
+        case 8:
+          return f(varlen_channel_last_kernel<ChannelLastTraits<T, 8>, w(), act()>,
+                   ChannelLastTraits<T, 8>{});
+        default:
+          return f(varlen_channel_last_kernel<ChannelLastTraits<T, 0>, w(), act()>,
+                   ChannelLastTraits<T, 0>{});
+      }
     });
   });
 }
 
-int channel_last_vec_width(int32_t dtype, bool vectorized) {
-  return vectorized ? (dtype == kF32 ? 4 : 8) : 1;
+int channel_last_vec_width(int32_t dtype, bool vectorized, int64_t dim) {
+  return vectorized ? channel_last_vec_bytes(dtype, dim) / (dtype == kF32 ? 4 : 2) : 1;
 }
-int channel_last_threads() { return ChannelLastTraits<float, true>::kNThreads; }
+int channel_last_threads() { return ChannelLastTraits<float, 16>::kNThreads; }
 
 int preload_channel_last() {
   cudaFuncAttributes a;
   int err = cudaSuccess;
   for (int32_t dtype : {kF32, kF16, kBF16})
-    for (bool vectorized : {true, false})
+    for (int vec_bytes : {16, 8, 0})
       for (int32_t width = 2; width <= kMaxWidth; ++width)
         for (bool silu : {false, true})
           if (err == cudaSuccess)
-            err = with_channel_last(dtype, vectorized, width, silu,
+            err = with_channel_last(dtype, vec_bytes, width, silu,
                                     [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
   return err;
 }
 
 int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
                                void* stream) {
-  return with_channel_last(dtype, vectorized, p.conv.width, p.conv.silu, [&](auto kernel, auto traits) {
+  const int vec_bytes = vectorized ? channel_last_vec_bytes(dtype, p.dim) : 0;
+  return with_channel_last(dtype, vec_bytes, p.conv.width, p.conv.silu, [&](auto kernel, auto traits) {
     using Kt = decltype(traits);
     const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
     const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));

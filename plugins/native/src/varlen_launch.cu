@@ -101,7 +101,7 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
     // would spend too much on parked tails.
     granule = 8;
     const int64_t channel_blocks =
-        ceil_div(ceil_div(D, channel_last_vec_width(x_dtype, vectorized)), channel_last_threads());
+        ceil_div(ceil_div(D, channel_last_vec_width(x_dtype, vectorized, D)), channel_last_threads());
     tile = std::max<int64_t>(64, round_up(ceil_div(T * channel_blocks, 2 * sms), granule));
   } else {
     // A block is rows_per_block rows of (warps / rows) warp segments; the tile is what one block
