@@ -735,6 +735,11 @@ std::vector<UpdateCase> update_cases(bool quick) {
   c.S = 12;
   c.Tq = 2;
   add(c, "D8192-S12-tq2");
+  c = UpdateCase{};  // two rows a block, the last block with one, padded rows
+  c.D = 8192;
+  c.batch = 301;
+  c.pad_every = 7;
+  add(c, "D8192-batch301-two-rows");
   return cases;
 }
 

@@ -504,11 +504,13 @@ static cudaError_t launch_update_vec(UpdateParams p, const LaunchOptions& o, cud
                                      bool chan_major) {
   constexpr int64_t kC = 16 / sizeof(T);
   const int64_t chan_blocks = (p.dim / kC + kVecThreads - 1) / kVecThreads;
-  // Rows per block: a thread loads its kC channels' taps (kC * (W + 1) scalar loads) once for all
-  // its rows, so more rows amortise them, as long as about two blocks per SM remain. H200, D=8192
-  // bf16: batch 256 takes 26.3 us at 1 row a block, 15.4 at 4-7; batch 1024 45.4 us at 7, 43.4 at 16.
+  // Rows per block: a thread loads its kC channels' taps once for all its rows, and walks its
+  // rows one after the other. H200, D=8192 bf16, graph replay, 1 / 2 / 3 / 16 rows a block: batch
+  // 64 4.34 / 4.59 / 5.27 / 15.2 us, batch 256 11.1 / 10.9 / 12.1 / 18.4, batch 1024 38.8 / 36.5 /
+  // 36.8 / 39.1. Two rows once that still leaves about four blocks per SM (more for a batch
+  // that would overflow the grid's y extent).
   const int64_t sms = std::max(o.sm_count, 1);
-  const int64_t rows = std::clamp<int64_t>((p.batch * chan_blocks) / (2 * sms), 1, 16);
+  const int64_t rows = std::max<int64_t>(p.batch * chan_blocks >= 8 * sms ? 2 : 1, (p.batch + 65534) / 65535);
   p.rows_per_block = static_cast<int32_t>(rows);
   const int64_t blocks_y = (p.batch + rows - 1) / rows;
   if (blocks_y > 65535) return cudaErrorInvalidValue;
