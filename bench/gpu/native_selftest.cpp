@@ -605,8 +605,10 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
     add(c, L + "/misaligned-scalar-path");
     c.x_offset = 0;
     c.ld_extra = 0;
-    c.D = 60;  // D not a multiple of the vector width
+    c.D = 60;  // D not a multiple of the 16-byte vector width (channel-last: the 8-byte path)
     add(c, L + "/D60");
+    c.D = 58;  // nor of the 8-byte one (channel-last: the scalar path)
+    add(c, L + "/D58");
     // token tiles: many tile boundaries, sequences crossing one or several, ending right
     // after a boundary (state from the previous tile's parked tail), S > tail, empty at the end
     for (int64_t tile : {64, 128}) {

@@ -16,8 +16,9 @@
 namespace deltakern::native {
 
 // Taps are right-aligned in a width-4 window: tap k multiplies the element 3-k tokens back.
-// A narrower conv leaves taps [0, 4-width) at zero and skips them, so one kernel serves
-// widths 2..4 with the same arithmetic as a kernel of exactly that width.
+// A narrower conv leaves taps [0, 4-width) at zero and skips them (at compile time in the
+// varlen kernels, instantiated per width; at run time in the update kernels), with the same
+// arithmetic as a kernel of exactly that width.
 constexpr int kMaxWidth = 4;
 constexpr int kHalo = kMaxWidth - 1;
 

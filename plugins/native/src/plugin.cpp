@@ -319,8 +319,9 @@ void run_varlen(Plugin& plugin, const dk_call& call) {
   const int32_t dt = dtype_code(x.dtype);
   const int64_t esz = dt == kF32 ? 4 : 2;
   const bool channel_last = varlen_layout(x) == XLayout::channel_last;
-  // 16-byte accesses along the contiguous dimension when the base, the other stride and the
-  // contiguous extent allow; otherwise the scalar instantiation.
+  // Vector accesses along the contiguous dimension (16 bytes; channel-last: 8 or 16, see
+  // channel_last_vec_bytes) when the base, the other stride and the contiguous extent allow;
+  // otherwise the scalar instantiation.
   bool vectorized;
   if (channel_last) {
     vectorized = aligned(p.x, 16) && (p.tokens <= 1 || (p.time_stride * esz) % 16 == 0) &&
