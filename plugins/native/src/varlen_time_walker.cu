@@ -110,28 +110,71 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   int32_t tb = 0, n = 0;
   TableEntry mine{INT32_MAX, INT32_MAX, -1, false, {}};  // sequence tb + lane, or past the table
   uint32_t dead = 0;                                     // table sequences with tokens whose slot is skipped
+  // The next 32 sequences (tb + 32 + lane) are loaded ahead, so that moving the table up costs
+  // shuffles instead of a round trip that every warp of the walk stalls on at about the same
+  // point: their offsets, lines and flags when the table is filled, their priors (which wait on
+  // the line) at the next chunk.
+  TableEntry next{INT32_MAX, INT32_MAX, -1, false, {}};
+  bool next_priors_due = false;
+  auto load_entry = [&](int32_t b, TableEntry& e) {
+    e = TableEntry{INT32_MAX, INT32_MAX, -1, false, {}};
+    if (b < p.batch) {
+      e.start = static_cast<int32_t>(seq_offset(p, b));
+      e.end = max(e.start, static_cast<int32_t>(seq_offset(p, b + 1)));
+      e.line = static_cast<int32_t>(state_line(p.cache_indices, b, st, p.conv, d == 0));
+      e.init = has_initial_state(p, b);
+    }
+  };
+  // Priors are first used by the repairs, off the walk's critical path.
+  auto load_priors = [&](TableEntry& e) {
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      const int32_t j = st.len - kHalo + i;
+      e.prior[i] = e.init && e.line >= 0 && j >= 0
+                       ? load_float(st.data, state_offset(st, e.line, d, j), st.dtype)
+                       : 0.f;
+    }
+  };
+  auto shfl_entry = [&](const TableEntry& e, int src) {
+    TableEntry r;
+    r.start = __shfl_sync(kFull, e.start, src & 31);
+    r.end = __shfl_sync(kFull, e.end, src & 31);
+    r.line = __shfl_sync(kFull, e.line, src & 31);
+    r.init = __shfl_sync(kFull, static_cast<int>(e.init), src & 31) != 0;
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) r.prior[i] = __shfl_sync(kFull, e.prior[i], src & 31);
+    return r;
+  };
+  // Makes the table hold sequences [base, base + 32). Moving up by k < 32 from a full table takes
+  // entries from the table and from `next`; anything else loads afresh.
   auto fill = [&](int32_t base) {
     __syncwarp();  // divergent readers of the old table are done
+    const int k = base - tb;
+    if (n == 32 && k > 0 && k < 32) {
+      if (next_priors_due) load_priors(next);
+      next_priors_due = false;
+      const bool from_table = lane + k < 32;
+      const TableEntry a = shfl_entry(mine, lane + k), c = shfl_entry(next, lane + k - 32);
+      const TableEntry moved = shfl_entry(next, lane + k);
+      mine = from_table ? a : c;
+      if (from_table) {
+        next = moved;
+      } else {
+        load_entry(base + 32 + lane, next);
+        next_priors_due = true;
+      }
+    } else {
+      load_entry(base + lane, mine);
+      load_priors(mine);
+      load_entry(base + 32 + lane, next);
+      next_priors_due = true;
+    }
     tb = base;
     n = min(32, p.batch - base);
-    mine = TableEntry{INT32_MAX, INT32_MAX, -1, false, {}};
     if (lane < n) {
-      const int32_t b = base + lane;
-      mine.start = static_cast<int32_t>(seq_offset(p, b));
-      mine.end = max(mine.start, static_cast<int32_t>(seq_offset(p, b + 1)));
-      mine.line = static_cast<int32_t>(state_line(p.cache_indices, b, st, p.conv, d == 0));
-      mine.init = has_initial_state(p, b);
       sh.start[lane] = mine.start;
       sh.line[lane] = mine.line;
       if (lane == n - 1) sh.start[n] = mine.end;
-        // Priors are loaded here and first used by the repairs, off the walk's critical path.
-#pragma unroll
-      for (int i = 0; i < kHalo; ++i) {
-        const int32_t j = st.len - kHalo + i;
-        mine.prior[i] = mine.init && mine.line >= 0 && j >= 0
-                            ? load_float(st.data, state_offset(st, mine.line, d, j), st.dtype)
-                            : 0.f;
-      }
     }
     dead = __ballot_sync(kFull, lane < n && mine.line < 0 && mine.start < mine.end);
     __syncwarp();
@@ -184,7 +227,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     __syncwarp();  // the slot of chunk n-2 has no readers left: it takes chunk n+kPrefetch
     issue_chunk(c0 + Kt::kPrefetch * kChunk);
     cp_async_wait<Kt::kPrefetch>();
-    __syncwarp();  // every lane's copies of this chunk are in
+    __syncwarp();           // every lane's copies of this chunk are in
+    if (next_priors_due) {  // the lines of `next` have had a chunk to arrive
+      load_priors(next);
+      next_priors_due = false;
+    }
     const T* const slot = slot_of(c0);
     const T* const prev_slot = slot_of(c0 - kChunk);  // (unused in the first chunk)
     // Raw original of token u in [c0 - kChunk, c1).
