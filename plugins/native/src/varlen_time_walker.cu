@@ -153,12 +153,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     if (n == 32 && k > 0 && k < 32) {
       if (next_priors_due) load_priors(next);
       next_priors_due = false;
+      // Entry base + lane is lane (lane + k) mod 32 of the table, or of `next` past its end;
+      // entry base + 32 + lane, that same lane of `next` while it holds it.
       const bool from_table = lane + k < 32;
-      const TableEntry a = shfl_entry(mine, lane + k), c = shfl_entry(next, lane + k - 32);
-      const TableEntry moved = shfl_entry(next, lane + k);
-      mine = from_table ? a : c;
+      const TableEntry a = shfl_entry(mine, lane + k), b = shfl_entry(next, lane + k);
+      mine = from_table ? a : b;
       if (from_table) {
-        next = moved;
+        next = b;
       } else {
         load_entry(base + 32 + lane, next);
         next_priors_due = true;
