@@ -67,7 +67,6 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   // Park layout (ntiles-1, tail_len, D): a parked row is as coalesced as an x row.
   T* const park =
       last_tile ? nullptr : static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0;
-  auto out_ptr = [&](int64_t t) { return t < park_from ? x + t * ts : park + (t - park_from) * p.dim; };
   auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
 
   ChannelTaps taps[kVec];
@@ -86,18 +85,25 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     const int64_t a = max(q0, t_begin), e = min(q1, t_end);
 
     // The token ring first (it depends on a and e only), so that its loads overlap the lookups,
-    // prior and state work below. Ring slot of token t: ((t - a) mod kDepth), at [slot][thread].
+    // prior and state work below. Stage sg of the ring is rows sg * kBatch + [0, kBatch) at
+    // [row][thread]. Rows are counted from a in 32 bits (a piece lies inside one tile), and the
+    // walk keeps running pointers (the next row to copy, the stage to fill): per batch, a few
+    // adds instead of 64-bit products and a modulo per row.
     Vec* const ring = reinterpret_cast<Vec*>(smem) + threadIdx.x;
-    auto slot = [&](int64_t t) { return ring + ((t - a) % kDepth) * Kt::kNThreads; };
-    auto issue = [&](int64_t t0) {
+    const int32_t rows = static_cast<int32_t>(e - a);
+    const T* next_src = x + a * ts;  // row next_row of the piece
+    int32_t next_row = 0;
+    auto issue = [&](Vec* stage) {
 #pragma unroll
       for (int k = 0; k < kBatch; ++k)
-        if (t0 + k < e) cp_async<sizeof(Vec)>(slot(t0 + k), x + (t0 + k) * ts);
+        if (next_row + k < rows) cp_async<sizeof(Vec)>(stage + k * Kt::kNThreads, next_src + k * ts);
       cp_async_commit();  // one group per batch, empty or not, keeps the wait counts uniform
+      next_row += kBatch;
+      next_src += kBatch * ts;
     };
     if constexpr (kVectorized) {
 #pragma unroll
-      for (int sg = 0; sg < kStages; ++sg) issue(a + sg * kBatch);
+      for (int sg = 0; sg < kStages; ++sg) issue(ring + sg * kBatch * Kt::kNThreads);
     }
 
     const int64_t line = state_line(p.cache_indices, b, st, p.conv, ends_here && c0 == 0);
@@ -136,7 +142,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       for (int v = 0; v < kVec; ++v) write_new_state<T>(p, x + v, ts, q0, q1, line, c0 + v, init, spark);
     }
 
-    auto step = [&](const Vec& raw, int64_t t) {
+    // Row r of the piece is written at out_x (then out_x += ts) until the parked tail, whose rows
+    // go to the park buffer.
+    T* out_x = x + a * ts;
+    const int32_t park_row =
+        static_cast<int32_t>(min(max(park_from - a, int64_t{0}), static_cast<int64_t>(rows)));
+    T* const park_at = park != nullptr ? park + (a + park_row - park_from) * p.dim : nullptr;
+    auto step = [&](const Vec& raw, int32_t r) {
       float cur[kVec], out[kVec];
       unpack<T, kVec>(raw, cur);
 #pragma unroll
@@ -146,28 +158,34 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         win[1][v] = win[2][v];
         win[2][v] = cur[v];
       }
-      store_elems<T, kVec>(out_ptr(t), out);
+      T* o = out_x;
+      if (r >= park_row) o = park_at + static_cast<int64_t>(r - park_row) * p.dim;
+      store_elems<T, kVec>(o, out);
+      out_x += ts;
     };
 
     if constexpr (kVectorized) {
-      for (int64_t t = a; t < e; t += kBatch) {
-        cp_async_wait<kStages - 1>();  // the batch at t has landed
+      Vec* stage = ring;  // the stage of the batch at r
+      for (int32_t r = 0; r < rows; r += kBatch) {
+        cp_async_wait<kStages - 1>();  // the batch at r has landed
         Vec cur[kBatch];
 #pragma unroll
-        for (int k = 0; k < kBatch; ++k) cur[k] = *slot(t + k);
-        issue(t + kDepth);  // into the slots just read
-        if (t + kBatch <= e) {
+        for (int k = 0; k < kBatch; ++k) cur[k] = stage[k * Kt::kNThreads];
+        issue(stage);  // into the slots just read
+        stage =
+            stage == ring + (kStages - 1) * kBatch * Kt::kNThreads ? ring : stage + kBatch * Kt::kNThreads;
+        if (r + kBatch <= rows) {
 #pragma unroll
-          for (int k = 0; k < kBatch; ++k) step(cur[k], t + k);
+          for (int k = 0; k < kBatch; ++k) step(cur[k], r + k);
         } else {
 #pragma unroll
           for (int k = 0; k < kBatch; ++k)
-            if (t + k < e) step(cur[k], t + k);
+            if (r + k < rows) step(cur[k], r + k);
         }
       }
-      cp_async_wait<0>();
+      cp_async_wait<0>();  // the ring is reused by the next piece
     } else {
-      for (int64_t t = a; t < e; ++t) step(load(t), t);
+      for (int32_t r = 0; r < rows; ++r) step(load(a + r), r);
     }
   }
   allow_next_grid();
