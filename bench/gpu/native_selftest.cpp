@@ -626,6 +626,19 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
         add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S) + "/f32");
       }
     }
+    // A crowded tail: more than 32 sequences (one-token, empty and padded ones) end in the last
+    // tail_len = S tokens before a tile boundary, so the finish pass's lookups leave the 32
+    // sequences its warps hold; then one crosses two boundaries.
+    VarlenCase crowd;
+    crowd.channel_last = cl;
+    crowd.tile = cl ? 64 : 512;
+    crowd.S = 40;
+    crowd.lens = {cl ? 25 : 473};
+    crowd.lens.insert(crowd.lens.end(), 35, 1);
+    crowd.lens.insert(crowd.lens.end(), 8, 0);
+    crowd.lens.insert(crowd.lens.end(), {cl ? 70 : 600, 5});
+    crowd.pad_every = 7;
+    add(crowd, L + "/crowded-tail");
     if (cl) {
       // Token rows over 8 KB take 16-byte threads (smaller ones, every case above, 8-byte ones),
       // with and without token tiles, widths 2-4, f16 and f32.
