@@ -225,6 +225,52 @@ __device__ __forceinline__ ChannelTaps load_taps(const ConvCommon& c, int64_t ch
   return t;
 }
 
+// The taps of channels c0 .. c0 + kC - 1 (c0 a multiple of kC). In the common layout (width 4,
+// weight (D, 4) compact and bias contiguous, both in T) they are kC * 4 consecutive elements and
+// kC more: a few 16-byte loads instead of kC * 5 scalar ones, each behind a dtype switch, which
+// were most of a decode kernel's instructions and a visible share of a prefill thread's start.
+template <typename T, int kC>
+__device__ __forceinline__ void load_taps_vec(const ConvCommon& conv, int64_t c0, ChannelTaps (&taps)[kC]) {
+  constexpr int32_t kDtype = std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
+  constexpr int kWBytes = kC * kMaxWidth * static_cast<int>(sizeof(T));
+  constexpr int kBBytes = kC * static_cast<int>(sizeof(T));
+  static_assert(kWBytes % 16 == 0 && kBBytes <= 16);
+  using BiasVec = typename BytesToType<kBBytes>::Type;
+  const T* w = static_cast<const T*>(conv.weight) + c0 * conv.w_chan_stride;
+  const T* b = conv.bias != nullptr ? static_cast<const T*>(conv.bias) + c0 * conv.bias_stride : nullptr;
+  const bool vec_w = conv.width == kMaxWidth && conv.w_dtype == kDtype && conv.w_tap_stride == 1 &&
+                     conv.w_chan_stride == kMaxWidth && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+  const bool vec_b = b != nullptr && conv.bias_dtype == kDtype && conv.bias_stride == 1 &&
+                     (reinterpret_cast<uintptr_t>(b) & (kBBytes - 1)) == 0;
+  if (!vec_w || (b != nullptr && !vec_b)) {
+#pragma unroll
+    for (int i = 0; i < kC; ++i) taps[i] = load_taps(conv, c0 + i);
+    return;
+  }
+  union {
+    uint4 v[kWBytes / 16];
+    T e[kC * kMaxWidth];
+  } wv;
+#pragma unroll
+  for (int j = 0; j < kWBytes / 16; ++j) wv.v[j] = __ldg(reinterpret_cast<const uint4*>(w) + j);
+  union {
+    BiasVec v;
+    T e[kC];
+  } bv;
+  if (b != nullptr) {
+    bv.v = __ldg(reinterpret_cast<const BiasVec*>(b));
+  } else {
+#pragma unroll
+    for (int i = 0; i < kC; ++i) bv.e[i] = from_float<T>(0.f);
+  }
+#pragma unroll
+  for (int i = 0; i < kC; ++i) {
+#pragma unroll
+    for (int k = 0; k < kMaxWidth; ++k) taps[i].w[k] = to_float(wv.e[i * kMaxWidth + k]);
+    taps[i].bias = to_float(bv.e[i]);
+  }
+}
+
 // One output: bias + sum_k w[k] * e[t-3+k], taps below `first` skipped so that a padded tap
 // never turns an infinite input into NaN, rounded once by the caller.
 template <typename T = float>

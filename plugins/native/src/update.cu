@@ -354,43 +354,6 @@ static bool lean_shape(const UpdateParams& p, int32_t x_dtype) {
 // byte of the per-channel kernel halves or better.
 constexpr int kVecThreads = 128;
 
-// The taps of channels c0 .. c0 + kC - 1. In the common layout (width 4, weight (D, 4) compact and
-// bias contiguous, both in x's dtype) they are kC * 4 consecutive elements, four 16-byte loads,
-// and the bias one more: five loads instead of kC * 5 scalar ones, which at a few rows per thread
-// were most of the kernel's instructions.
-template <typename T, int kC>
-__device__ __forceinline__ void load_taps_vec(const ConvCommon& conv, int64_t c0, ChannelTaps (&taps)[kC]) {
-  constexpr int32_t kDtype = std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
-  const T* w = static_cast<const T*>(conv.weight) + c0 * conv.w_chan_stride;
-  const T* b = conv.bias != nullptr ? static_cast<const T*>(conv.bias) + c0 * conv.bias_stride : nullptr;
-  const bool vec_w = conv.width == kMaxWidth && conv.w_dtype == kDtype && conv.w_tap_stride == 1 &&
-                     conv.w_chan_stride == kMaxWidth && (reinterpret_cast<uintptr_t>(w) & 15) == 0;
-  const bool vec_b = b != nullptr && conv.bias_dtype == kDtype && conv.bias_stride == 1 &&
-                     (reinterpret_cast<uintptr_t>(b) & 15) == 0;
-  if (!vec_w || (b != nullptr && !vec_b)) {
-#pragma unroll
-    for (int i = 0; i < kC; ++i) taps[i] = load_taps(conv, c0 + i);
-    return;
-  }
-  union {
-    uint4 v[kMaxWidth];
-    T e[kC * kMaxWidth];
-  } wv;
-#pragma unroll
-  for (int j = 0; j < kMaxWidth; ++j) wv.v[j] = __ldg(reinterpret_cast<const uint4*>(w) + j);
-  union {
-    uint4 v;
-    T e[kC];
-  } bv;
-  bv.v = b != nullptr ? __ldg(reinterpret_cast<const uint4*>(b)) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-  for (int i = 0; i < kC; ++i) {
-#pragma unroll
-    for (int k = 0; k < kMaxWidth; ++k) taps[i].w[k] = to_float(wv.e[i * kMaxWidth + k]);
-    taps[i].bias = b != nullptr ? to_float(bv.e[i]) : 0.f;
-  }
-}
-
 template <typename T, int kS, bool kStateChanMajor>
 __global__ void __launch_bounds__(kVecThreads) update_vec_kernel(const UpdateParams p) {
   constexpr int kC = 16 / static_cast<int>(sizeof(T));  // channels per thread

@@ -70,8 +70,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
 
   ChannelTaps taps[kVec];
-#pragma unroll
-  for (int v = 0; v < kVec; ++v) taps[v] = load_taps(p.conv, c0 + v);
+  if constexpr (kVectorized)
+    load_taps_vec<T, kVec>(p.conv, c0, taps);
+  else
+    taps[0] = load_taps(p.conv, c0);
   constexpr int first = kMaxWidth - kWidth;
   constexpr bool silu = kSilu;
   const StateView& st = p.state;
@@ -106,24 +108,25 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       for (int sg = 0; sg < kStages; ++sg) issue(ring + sg * kBatch * Kt::kNThreads);
     }
 
+    // e-values of the three tokens before a: x (originals: this tile has not written them, or
+    // they are the previous tile's parked tail), or the prior before the sequence starts. The x
+    // rows and the flag are loaded with the line, not after it: one round trip less.
+    Vec halo[kHalo];
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i)
+      if (a - kHalo + i >= q0) halo[i] = load(a - kHalo + i);
+    const bool init = has_initial_state(p, b);
     const int64_t line = state_line(p.cache_indices, b, st, p.conv, ends_here && c0 == 0);
     if (line < 0) {
       if constexpr (kVectorized) cp_async_wait<0>();  // the ring is reused by the next piece
       continue;
     }
-    const bool init = has_initial_state(p, b);
-
-    // e-values of the three tokens before a: x (originals: this tile has not written them, or
-    // they are the previous tile's parked tail), or the prior before the sequence starts.
     float win[kHalo][kVec];
 #pragma unroll
     for (int i = 0; i < kHalo; ++i) {
       const int64_t pos = a - kHalo + i;
       if (pos >= q0) {
-        float tmp[kVec];
-        unpack<T, kVec>(load(pos), tmp);
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) win[i][v] = tmp[v];
+        unpack<T, kVec>(halo[i], win[i]);
       } else {
         const int64_t j = st.len + (pos - q0);
 #pragma unroll
