@@ -136,11 +136,15 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
                           : 0.f;
       }
     }
-    // The new state is made of the last S originals: this thread has not written them yet, and
-    // those before the tile are the previous tile's parked tail. A sequence that started in an
-    // earlier tile, whose first tile reads the old prior, parks it for the finish pass.
-    if (ends_here) {
-      float* spark = a == q0 ? nullptr : p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim;
+    // The new state is the last S entries of e = concat(prior, x). For S <= 3 the window holds
+    // them when the walk ends (its entries are e, except the taps a narrow width skips, which
+    // start as zeros): written then from registers. Otherwise from the originals, before the walk
+    // overwrites them: this thread has not written them yet, and those before the tile are the
+    // previous tile's parked tail. A sequence that started in an earlier tile, whose first tile
+    // reads the old prior, parks its new state for the finish pass.
+    float* const spark = a == q0 ? nullptr : p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim;
+    const bool state_from_window = st.len <= kHalo && (first == 0 || q1 - q0 >= kHalo);
+    if (ends_here && !state_from_window) {
 #pragma unroll
       for (int v = 0; v < kVec; ++v) write_new_state<T>(p, x + v, ts, q0, q1, line, c0 + v, init, spark);
     }
@@ -189,6 +193,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       cp_async_wait<0>();  // the ring is reused by the next piece
     } else {
       for (int32_t r = 0; r < rows; ++r) step(load(a + r), r);
+    }
+    if (ends_here && state_from_window && !(q1 == q0 && init)) {  // an empty one keeps its prior
+#pragma unroll
+      for (int v = 0; v < kVec; ++v)
+#pragma unroll
+        for (int i = 0; i < kHalo; ++i) {
+          const int32_t j = i - (kHalo - st.len);  // window entry i is new state entry j
+          if (j < 0) continue;
+          if (spark != nullptr)
+            spark[static_cast<int64_t>(j) * p.dim + c0 + v] = win[i][v];
+          else
+            store_float(st.data, state_offset(st, line, c0 + v, j), st.dtype, win[i][v]);
+        }
     }
   }
   allow_next_grid();
