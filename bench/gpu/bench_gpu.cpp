@@ -6,6 +6,8 @@
 //   64 mixed lengths, both layouts of x; eager calls timed back to back with events.
 // - update: single token, D 8192, batch 1..1024, recorded into a CUDA graph and replayed.
 // - host time of one eager call (checks, dispatch, launch), host clock, median.
+// - a plain 16-byte copy kernel on x's bytes (copy_kernel.cu), as a share of the driver's copy:
+//   the part of the ceiling that a kernel moving the bytes and nothing else reaches.
 // Inputs are random and non-zero; buffers rotate so that L2 does not flatter small cases.
 //
 //   bench_gpu [--out results.md] [--quick] [--backends native,portable] [--only varlen|update|eager]
@@ -29,6 +31,7 @@
 using namespace dkgpu;
 
 cudaError_t dkgpu_launch_empty(cudaStream_t stream);
+cudaError_t dkgpu_launch_copy(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 
 namespace {
 
@@ -197,6 +200,18 @@ int main(int argc, char** argv) {
                                           cudaMemcpyDeviceToDevice, stream));
             });
             const double ceiling = 2.0 * x_bytes / copy_us * 1e-3;
+            if (pattern == 0 && cl == cls.front()) {
+              // What a plain copy kernel reaches on the same bytes: the share of the ceiling that
+              // any kernel, not only these, can expect.
+              const double kernel_us = ev.us_per_call(stream, iters, [&](int i) {
+                DKGPU_CHECK(dkgpu_launch_copy(copy_dst.get(), xs[i % nbuf].get(), x_bytes, stream));
+              });
+              char size[64];
+              std::snprintf(size, sizeof size, "D=%ld T=%ldk", static_cast<long>(D),
+                            static_cast<long>(T / 1024));
+              rows.push_back({"copy kernel", size, "-", "cuda", kernel_us, 2.0 * x_bytes / kernel_us * 1e-3,
+                              100.0 * copy_us / kernel_us});
+            }
             const double bytes = 2.0 * x_bytes + 2.0 * B * D * S * 2;  // x in, out, states in + out
             char shape[64];
             std::snprintf(shape, sizeof shape, "D=%ld T=%ldk %s", static_cast<long>(D),
