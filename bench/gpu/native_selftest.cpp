@@ -626,6 +626,20 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
         add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S) + "/f32");
       }
     }
+    // Narrow widths with a longer state (S = 3 > W - 1) and sequences shorter than the state, all
+    // with a prior: the new state reaches into the prior past the taps the width uses (channel-
+    // last writes a short state from its window only where the window holds those entries).
+    for (int W : {2, 3}) {
+      VarlenCase narrow;
+      narrow.channel_last = cl;
+      narrow.W = W;
+      narrow.S = 3;
+      narrow.lens = {1, 2, 1, 5, 2, 0, 40, 1};
+      narrow.init_mode = 1;
+      add(narrow, L + "/short-seqs-S3-W" + std::to_string(W));
+      narrow.D = 4160;  // rows over 8 KB: the 16-byte path
+      add(narrow, L + "/short-seqs-S3-W" + std::to_string(W) + "/wide-rows");
+    }
     // A crowded tail: more than 32 sequences (one-token, empty and padded ones) end in the last
     // tail_len = S tokens before a tile boundary, so the finish pass's lookups leave the 32
     // sequences its warps hold; then one crosses two boundaries.
