@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   using T = typename Kt::T;
   using Vec = typename Kt::Vec;
   constexpr int kVec = Kt::kVec;
-  constexpr int kBatch = Kt::kBatch, kStages = Kt::kStages, kDepth = Kt::kDepth;
+  constexpr int kBatch = Kt::kBatch, kStages = Kt::kStages;
   constexpr bool kVectorized = Kt::kSmemBytes > 0;
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_previous_grid();
@@ -77,6 +77,58 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   constexpr int first = kMaxWidth - kWidth;
   constexpr bool silu = kSilu;
   const StateView& st = p.state;
+  // Where the state pool is in x's dtype with S == 3 and holds this thread's channels as whole
+  // vectors, compact per channel ((lines, D, 3): three vectors cover the kVec rows) or per
+  // position ((lines, 3, D): a vector a position), a prior or a new state is three vector loads
+  // or stores instead of 3 * kVec scalar ones, each behind a dtype switch: a visible share of a
+  // piece's start where a tile holds several sequences.
+  enum class StateForm { scalar, chan_major, pos_major };
+  StateForm form = StateForm::scalar;
+  if constexpr (kVectorized) {
+    constexpr int32_t kDtype = std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
+    const bool whole = st.dtype == kDtype && st.len == kHalo && st.line_stride % kVec == 0 &&
+                       reinterpret_cast<uintptr_t>(st.data) % sizeof(Vec) == 0;
+    if (whole && st.pos_stride == 1 && st.chan_stride == kHalo) form = StateForm::chan_major;
+    if (whole && st.chan_stride == 1 && st.pos_stride % kVec == 0) form = StateForm::pos_major;
+  }
+  union StateVecs {
+    Vec v[kHalo];
+    T e[kHalo * kVec];
+  };
+  // Vector k of this thread's state block on `line`.
+  auto state_vec = [&](int64_t line, int k) {
+    T* const row = static_cast<T*>(st.data) + line * st.line_stride;
+    return form == StateForm::chan_major ? reinterpret_cast<Vec*>(row + c0 * kHalo) + k
+                                         : reinterpret_cast<Vec*>(row + k * st.pos_stride + c0);
+  };
+  // Entry (channel v, position j) of a block is e[v * 3 + j] or e[j * kVec + v]: two loops with
+  // constant indices, not one with a computed index (which would put the block in local memory).
+  auto state_to_window = [&](const StateVecs& sv, float(&w)[kHalo][kVec], bool use) {
+    if (form == StateForm::chan_major) {
+#pragma unroll
+      for (int j = 0; j < kHalo; ++j)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) w[j][v] = use && j >= first ? to_float(sv.e[v * kHalo + j]) : 0.f;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kHalo; ++j)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) w[j][v] = use && j >= first ? to_float(sv.e[j * kVec + v]) : 0.f;
+    }
+  };
+  auto window_to_state = [&](const float(&w)[kHalo][kVec], StateVecs& sv) {
+    if (form == StateForm::chan_major) {
+#pragma unroll
+      for (int j = 0; j < kHalo; ++j)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) sv.e[v * kHalo + j] = from_float<T>(w[j][v]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kHalo; ++j)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) sv.e[j * kVec + v] = from_float<T>(w[j][v]);
+    }
+  };
 
   for (int32_t b = b_first; b < p.batch; ++b) {
     const int64_t q0 = seq_offset(p, b);
@@ -122,18 +174,25 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       continue;
     }
     float win[kHalo][kVec];
+    if (form != StateForm::scalar && a == q0) {  // the whole window is the prior
+      StateVecs prior;
 #pragma unroll
-    for (int i = 0; i < kHalo; ++i) {
-      const int64_t pos = a - kHalo + i;
-      if (pos >= q0) {
-        unpack<T, kVec>(halo[i], win[i]);
-      } else {
-        const int64_t j = st.len + (pos - q0);
+      for (int k = 0; k < kHalo; ++k) prior.v[k] = init ? *state_vec(line, k) : Vec{};
+      state_to_window(prior, win, init);
+    } else {
 #pragma unroll
-        for (int v = 0; v < kVec; ++v)
-          win[i][v] = init && j >= 0 && i >= first
-                          ? load_float(st.data, state_offset(st, line, c0 + v, j), st.dtype)
-                          : 0.f;
+      for (int i = 0; i < kHalo; ++i) {
+        const int64_t pos = a - kHalo + i;
+        if (pos >= q0) {
+          unpack<T, kVec>(halo[i], win[i]);
+        } else {
+          const int64_t j = st.len + (pos - q0);
+#pragma unroll
+          for (int v = 0; v < kVec; ++v)
+            win[i][v] = init && j >= 0 && i >= first
+                            ? load_float(st.data, state_offset(st, line, c0 + v, j), st.dtype)
+                            : 0.f;
+        }
       }
     }
     // The new state is the last S entries of e = concat(prior, x). For S <= 3 the window holds
@@ -194,7 +253,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     } else {
       for (int32_t r = 0; r < rows; ++r) step(load(a + r), r);
     }
-    if (ends_here && state_from_window && !(q1 == q0 && init)) {  // an empty one keeps its prior
+    if (ends_here && state_from_window && !(q1 == q0 && init) && spark == nullptr &&
+        form != StateForm::scalar) {
+      StateVecs next;  // S == 3: the window is the new state
+      window_to_state(win, next);
+#pragma unroll
+      for (int k = 0; k < kHalo; ++k) *state_vec(line, k) = next.v[k];
+    } else if (ends_here && state_from_window && !(q1 == q0 && init)) {  // an empty one keeps its prior
 #pragma unroll
       for (int v = 0; v < kVec; ++v)
 #pragma unroll
