@@ -23,6 +23,8 @@ foreach(step IN ITEMS "" "--component;accel")
     message(FATAL_ERROR "cmake --install ${step} failed (status ${status}):\n${out}\n${err}")
   endif()
 endforeach()
+# The prefix as a regular expression (a build directory may hold '+' or '.').
+string(REGEX REPLACE "([][+.*()^$?|\\])" "\\\\\\1" work_re "${WORK}")
 # Nothing from the build tree or the caller's environment may point the core at plugins.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env --unset=DELTAKERN_PLUGIN_PATH --unset=DELTAKERN_CONFIG --unset=DELTAKERN_BACKEND
@@ -32,13 +34,13 @@ if(NOT status EQUAL 0)
   message(FATAL_ERROR "the installed deltakern list failed (status ${status}):\n${out}\n${err}")
 endif()
 string(REGEX MATCH "search path:\n  ([^\n]*)" _ "${out}")
-if(NOT CMAKE_MATCH_1 MATCHES "^${WORK}/full/")
+if(NOT CMAKE_MATCH_1 MATCHES "^${work_re}/full/")
   message(FATAL_ERROR "the installed core must search its own plugin directory first:\n${out}")
 endif()
 foreach(expected IN ITEMS
-    "loaded +native [^\n]*\n  path: ${WORK}/full/[^\n]*/libdeltakern_native\\.so"
+    "loaded +native [^\n]*\n  path: ${work_re}/full/[^\n]*/libdeltakern_native\\.so"
     "loaded +native .*device cuda: (available|unavailable: [^\n]+)"
-    "loaded +portable [^\n]*\n  path: ${WORK}/full/")
+    "loaded +portable [^\n]*\n  path: ${work_re}/full/")
   if(NOT out MATCHES "${expected}")
     message(FATAL_ERROR "expected /${expected}/ in the installed deltakern list's output:\n${out}\n${err}")
   endif()
