@@ -333,16 +333,31 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         const int32_t len = mine.end - mine.start;
         if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1 && !(len == 0 && mine.init)) {
           const int64_t base = state_offset(st, mine.line, d, 0);
-          switch (st.dtype) {
-            case kF32:
-              write_new_state(static_cast<float*>(st.data) + base, st, len, mine.init, mine.start, ring_at);
-              break;
-            case kF16:
-              write_new_state(static_cast<__half*>(st.data) + base, st, len, mine.init, mine.start, ring_at);
-              break;
-            default:
-              write_new_state(static_cast<__nv_bfloat16*>(st.data) + base, st, len, mine.init, mine.start,
-                              ring_at);
+          constexpr int32_t kDtype =
+              std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
+          if (st.dtype == kDtype && st.len == kHalo && len >= kHalo) {
+            // The common case (S = 3 in x's dtype, a sequence of three tokens or more) as three
+            // raw elements of the ring: the generic loop behind a dtype switch cost an issue-bound
+            // walk about a tenth of its time on 8 equal sequences at 8k (H200).
+            T* const q = static_cast<T*>(st.data) + base;
+#pragma unroll
+            for (int j = 0; j < kHalo; ++j) {
+              const int32_t u = mine.end - kHalo + j;
+              q[j * st.pos_stride] = u >= c0 ? slot[u - c0] : prev_slot[u - c0 + kChunk];
+            }
+          } else {
+            switch (st.dtype) {
+              case kF32:
+                write_new_state(static_cast<float*>(st.data) + base, st, len, mine.init, mine.start, ring_at);
+                break;
+              case kF16:
+                write_new_state(static_cast<__half*>(st.data) + base, st, len, mine.init, mine.start,
+                                ring_at);
+                break;
+              default:
+                write_new_state(static_cast<__nv_bfloat16*>(st.data) + base, st, len, mine.init, mine.start,
+                                ring_at);
+            }
           }
         }
       }
