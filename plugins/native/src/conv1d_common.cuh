@@ -60,6 +60,11 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+// The dtype code of element type T (the inverse of dtype_switch).
+template <typename T>
+inline constexpr int32_t kDtypeOf = std::is_same_v<T, float> ? kF32
+                                                             : (std::is_same_v<T, __half> ? kF16 : kBF16);
+
 // Host side: calls f(std::type_identity<T>{}) with T the element type of `dtype`, so that each
 // launcher picks its instantiation with one switch.
 template <class F>
@@ -90,6 +95,17 @@ decltype(auto) width_silu_switch(int32_t width, bool silu, F&& f) {
     }
   };
   return silu ? with(std::true_type{}) : with(std::false_type{});
+}
+
+// Host side: f(dtype, width, silu) for every (dtype, width, activation) a varlen kernel is
+// instantiated for, until one returns an error: what each kernel's preload walks.
+template <class F>
+int for_each_dtype_width_silu(F&& f) {
+  for (int32_t dtype : {kF32, kF16, kBF16})
+    for (int32_t width = 2; width <= kMaxWidth; ++width)
+      for (bool silu : {false, true})
+        if (const int err = f(dtype, width, silu); err != cudaSuccess) return err;
+  return cudaSuccess;
 }
 
 // Elements whose dtype is only known at run time (weight, bias, states): the branch is
@@ -231,7 +247,7 @@ __device__ __forceinline__ ChannelTaps load_taps(const ConvCommon& c, int64_t ch
 // were most of a decode kernel's instructions and a visible share of a prefill thread's start.
 template <typename T, int kC>
 __device__ __forceinline__ void load_taps_vec(const ConvCommon& conv, int64_t c0, ChannelTaps (&taps)[kC]) {
-  constexpr int32_t kDtype = std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
+  constexpr int32_t kDtype = kDtypeOf<T>;
   constexpr int kWBytes = kC * kMaxWidth * static_cast<int>(sizeof(T));
   constexpr int kBBytes = kC * static_cast<int>(sizeof(T));
   static_assert(kWBytes % 16 == 0 && kBBytes <= 16);

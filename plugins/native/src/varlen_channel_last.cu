@@ -85,8 +85,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   enum class StateForm { scalar, chan_major, pos_major };
   StateForm form = StateForm::scalar;
   if constexpr (kVectorized) {
-    constexpr int32_t kDtype = std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
-    const bool whole = st.dtype == kDtype && st.len == kHalo && st.line_stride % kVec == 0 &&
+    const bool whole = st.dtype == kDtypeOf<T> && st.len == kHalo && st.line_stride % kVec == 0 &&
                        reinterpret_cast<uintptr_t>(st.data) % sizeof(Vec) == 0;
     if (whole && st.pos_stride == 1 && st.chan_stride == kHalo) form = StateForm::chan_major;
     if (whole && st.chan_stride == 1 && st.pos_stride % kVec == 0) form = StateForm::pos_major;
@@ -312,15 +311,14 @@ int channel_last_threads() { return ChannelLastTraits<float, 16>::kNThreads; }
 
 int preload_channel_last() {
   cudaFuncAttributes a;
-  int err = cudaSuccess;
-  for (int32_t dtype : {kF32, kF16, kBF16})
+  return for_each_dtype_width_silu([&](int32_t dtype, int32_t width, bool silu) {
+    int err = cudaSuccess;
     for (int vec_bytes : {16, 8, 0})
-      for (int32_t width = 2; width <= kMaxWidth; ++width)
-        for (bool silu : {false, true})
-          if (err == cudaSuccess)
-            err = with_channel_last(dtype, vec_bytes, width, silu,
-                                    [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
-  return err;
+      if (err == cudaSuccess)
+        err = with_channel_last(dtype, vec_bytes, width, silu,
+                                [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
+    return err;
+  });
 }
 
 int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,

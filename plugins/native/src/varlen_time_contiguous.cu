@@ -297,15 +297,14 @@ int time_contiguous_warps() { return TimeContiguousTraits<float, true>::kNWarps;
 
 int preload_time_contiguous() {
   cudaFuncAttributes a;
-  int err = cudaSuccess;
-  for (int32_t dtype : {kF32, kF16, kBF16})
+  return for_each_dtype_width_silu([&](int32_t dtype, int32_t width, bool silu) {
+    int err = cudaSuccess;
     for (bool vectorized : {true, false})
-      for (int32_t width = 2; width <= kMaxWidth; ++width)
-        for (bool silu : {false, true})
-          if (err == cudaSuccess)
-            err = with_time_contiguous(dtype, vectorized, width, silu,
-                                       [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
-  return err;
+      if (err == cudaSuccess)
+        err = with_time_contiguous(dtype, vectorized, width, silu,
+                                   [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
+    return err;
+  });
 }
 
 int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,

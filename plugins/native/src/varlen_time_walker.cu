@@ -235,10 +235,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     }
     const T* const slot = slot_of(c0);
     const T* const prev_slot = slot_of(c0 - kChunk);  // (unused in the first chunk)
-    // Raw original of token u in [c0 - kChunk, c1).
-    auto ring_at = [&](int32_t u) -> float {
-      return to_float(u >= c0 ? slot[u - c0] : prev_slot[u - c0 + kChunk]);
-    };
+    // Original of token u in [c0 - kChunk, c1): the element, and its value.
+    auto ring_elt = [&](int32_t u) -> T { return u >= c0 ? slot[u - c0] : prev_slot[u - c0 + kChunk]; };
+    auto ring_at = [&](int32_t u) -> float { return to_float(ring_elt(u)); };
     Pack cur[kNVecs];
 #pragma unroll
     for (int j = 0; j < kNVecs; ++j) cur[j].v = reinterpret_cast<const Vec*>(slot)[j * 32 + lane];
@@ -333,18 +332,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         const int32_t len = mine.end - mine.start;
         if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1 && !(len == 0 && mine.init)) {
           const int64_t base = state_offset(st, mine.line, d, 0);
-          constexpr int32_t kDtype =
-              std::is_same_v<T, float> ? kF32 : (std::is_same_v<T, __half> ? kF16 : kBF16);
-          if (st.dtype == kDtype && st.len == kHalo && len >= kHalo) {
+          if (st.dtype == kDtypeOf<T> && st.len == kHalo && len >= kHalo) {
             // The common case (S = 3 in x's dtype, a sequence of three tokens or more) as three
             // raw elements of the ring: the generic loop behind a dtype switch cost an issue-bound
             // walk about a tenth of its time on 8 equal sequences at 8k (H200).
             T* const q = static_cast<T*>(st.data) + base;
 #pragma unroll
-            for (int j = 0; j < kHalo; ++j) {
-              const int32_t u = mine.end - kHalo + j;
-              q[j * st.pos_stride] = u >= c0 ? slot[u - c0] : prev_slot[u - c0 + kChunk];
-            }
+            for (int j = 0; j < kHalo; ++j) q[j * st.pos_stride] = ring_elt(mine.end - kHalo + j);
           } else {
             switch (st.dtype) {
               case kF32:
@@ -405,14 +399,9 @@ static decltype(auto) with_walker(int32_t dtype, int32_t width, bool silu, F&& f
 
 int preload_time_walker() {
   cudaFuncAttributes a;
-  int err = cudaSuccess;
-  for (int32_t dtype : {kF32, kF16, kBF16})
-    for (int32_t width = 2; width <= kMaxWidth; ++width)
-      for (bool silu : {false, true})
-        if (err == cudaSuccess)
-          err =
-              with_walker(dtype, width, silu, [&](auto kernel) { return cudaFuncGetAttributes(&a, kernel); });
-  return err;
+  return for_each_dtype_width_silu([&](int32_t dtype, int32_t width, bool silu) {
+    return with_walker(dtype, width, silu, [&](auto kernel) { return cudaFuncGetAttributes(&a, kernel); });
+  });
 }
 
 int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream) {
