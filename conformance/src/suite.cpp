@@ -9,6 +9,7 @@
 #include <deltakern/conformance.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <set>
 
@@ -286,7 +287,26 @@ void add_contract_cases(std::vector<Case>& out, const std::vector<const OpInfo*>
 
 }  // namespace
 
-std::vector<Case> cases(const Runtime& runtime, const Target& target) {
+const char* to_string(Tier tier) {
+  switch (tier) {
+    case Tier::quick:
+      return "quick";
+    case Tier::full:
+      return "full";
+    case Tier::large:
+      return "large";
+  }
+  return "?";
+}
+
+std::optional<Tier> tier_from_string(std::string_view name) {
+  for (Tier t : {Tier::quick, Tier::full, Tier::large})
+    if (name == to_string(t)) return t;
+  return std::nullopt;
+}
+
+std::vector<Case> cases(const Runtime& runtime, const Target& target, const SuiteOptions& options) {
+  (void)options;
   std::vector<Case> out;
   const PluginInfo* plugin = runtime.plugin(target.backend);
   if (plugin == nullptr) {
@@ -304,6 +324,78 @@ std::vector<Case> cases(const Runtime& runtime, const Target& target) {
     if (op->name == DK_OP_CAUSAL_CONV1D_UPDATE) add_update_cases(out, *op, target);
   }
   return out;
+}
+
+Case sweep_case(const Runtime& runtime, const Target& target, const SuiteOptions& options, uint64_t k) {
+  const std::string name = "sweep/" + std::to_string(options.seed) + "/" + std::to_string(k);
+  const PluginInfo* plugin = runtime.plugin(target.backend);
+  std::vector<const OpInfo*> served;
+  if (plugin != nullptr)
+    for (const auto& op : plugin->ops)
+      if (serves(op, target) &&
+          (op.name == DK_OP_CAUSAL_CONV1D_VARLEN || op.name == DK_OP_CAUSAL_CONV1D_UPDATE))
+        served.push_back(&op);
+  if (served.empty())
+    return {"contract", name,
+            [](Runtime&, const Target& t) { return "backend '" + t.backend + "' serves no op here"; }};
+  Random knobs(name + "#knobs");
+  const OpInfo& info =
+      *served[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(served.size()) - 1))];
+  const auto dtypes = dtypes_of(info);
+  const auto widths = widths_of(info);
+  const DType x = dtypes[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(dtypes.size()) - 1))];
+  const int64_t w = widths[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(widths.size()) - 1))];
+  const Layout layout =
+      info.layouts[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(info.layouts.size()) - 1))];
+  const bool bias = knobs.coin();
+  const auto act = knobs.coin() ? reference::Act::silu : reference::Act::none;
+  if (info.name == DK_OP_CAUSAL_CONV1D_VARLEN) {
+    auto cfg = varlen_config(x, w, layout, bias, act, knobs.coin(), knobs);
+    cfg.dim = knobs.integer(1, 96);
+    const auto n = static_cast<size_t>(knobs.integer(1, 24));
+    cfg.lengths.clear();
+    cfg.padded.clear();
+    for (size_t i = 0; i < n; ++i) {
+      cfg.lengths.push_back(
+          static_cast<int32_t>(knobs.coin(0.2) ? knobs.integer(0, 4) : knobs.integer(0, 700)));
+      cfg.padded.push_back(!cfg.identity_indices && knobs.coin(0.1));
+    }
+    return {info.name, name, [cfg, name](Runtime& rt, const Target& t) {
+              return run_varlen(rt, t, cfg, Mode::host_and_derived, name);
+            }};
+  }
+  std::vector<int64_t> tq{1, 1, 2, 3, 4};
+  const int64_t tokens = tq[static_cast<size_t>(knobs.integer(0, 4))];
+  auto cfg = update_config(x, w, tokens, layout, bias, act, knobs.coin(), knobs);
+  cfg.dim = knobs.integer(1, 96);
+  return {info.name, name, [cfg, name](Runtime& rt, const Target& t) {
+            return run_update(rt, t, cfg, Mode::host_and_derived, name);
+          }};
+}
+
+std::optional<Case> case_named(const Runtime& runtime, const Target& target, const SuiteOptions& options,
+                               std::string_view name) {
+  constexpr std::string_view sweep = "sweep/";
+  if (name.substr(0, sweep.size()) == sweep) {
+    const std::string_view rest = name.substr(sweep.size());
+    const size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    try {
+      size_t used = 0;
+      const std::string seed_text(rest.substr(0, slash)), k_text(rest.substr(slash + 1));
+      SuiteOptions o = options;
+      o.seed = std::stoull(seed_text, &used);
+      if (used != seed_text.size()) return std::nullopt;
+      const uint64_t k = std::stoull(k_text, &used);
+      if (used != k_text.size()) return std::nullopt;
+      return sweep_case(runtime, target, o, k);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  for (auto& c : cases(runtime, target, options))
+    if (c.name == name) return c;
+  return std::nullopt;
 }
 
 CaseResult run_case(Runtime& runtime, const Target& target, const Case& c) {
@@ -336,7 +428,7 @@ std::unique_ptr<Runtime> make_runtime(const RuntimeOptions& base, const Target& 
 }
 
 Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
-            const std::function<void(const CaseResult&)>& on_result) {
+            const std::function<void(const CaseResult&)>& on_result, const SuiteOptions& options) {
   Summary summary;
   const auto record = [&](CaseResult r) {
     (r.passed ? summary.passed : summary.failed) += 1;
@@ -348,13 +440,19 @@ Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
     std::vector<Case> list;
     try {
       runtime = make_runtime(base, target);
-      list = cases(*runtime, target);
+      list = cases(*runtime, target, options);
     } catch (const std::exception& e) {
       record({target, "setup", "runtime", false,
               std::string("[setup] could not build the forcing runtime: ") + e.what()});
       continue;
     }
     for (const auto& c : list) record(run_case(*runtime, target, c));
+    if (options.budget_seconds > 0) {
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(options.budget_seconds);
+      for (uint64_t k = 0; std::chrono::steady_clock::now() < deadline; ++k)
+        record(run_case(*runtime, target, sweep_case(*runtime, target, options, k)));
+    }
   }
   return summary;
 }

@@ -8,7 +8,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace deltakern::conformance {
@@ -23,6 +25,24 @@ struct Target {
 // Every loaded backend x every device it declares and can use on this machine.
 std::vector<Target> targets(const Runtime& runtime);
 
+// How much of the suite to run. quick: small shapes only, for CI speed (every declared
+// dtype, width, layout and flag, edge lengths). full (the command line's default): quick plus
+// the shapes engines use, within each op's declarations: D up to 4096 on the CPU and 8192 and
+// 12288 on CUDA, calls of 4k to 32k tokens, single sequences longer than 4096, 64 mixed
+// lengths, update batches 1, 64 and 1024, Tq up to 64. large: full plus GPU-sized calls (128k
+// tokens on CUDA).
+enum class Tier { quick, full, large };
+const char* to_string(Tier tier);
+std::optional<Tier> tier_from_string(std::string_view name);
+
+struct SuiteOptions {
+  Tier tier = Tier::quick;
+  // The random sweep of shapes and flags within the declared limits: case k of `seed` is
+  // sweep_case(..., k). The sweep runs for `budget_seconds` after the fixed cases (0: none).
+  uint64_t seed = 1;
+  double budget_seconds = 0;
+};
+
 struct Case {
   std::string op;    // "causal_conv1d_varlen", "causal_conv1d_update", or "contract"
   std::string name;  // unique within the target: "bf16/w4/channel_last/bias/silu/init"
@@ -34,7 +54,16 @@ struct Case {
 // The case list for a target: every dtype, width, layout the backend declares, bias
 // on/off, activations, initial state on/off, edge lengths, padded slots, contracts,
 // sync counts, derived-vs-host bit identity, prefill-then-updates equivalence.
-std::vector<Case> cases(const Runtime& runtime, const Target& target);
+std::vector<Case> cases(const Runtime& runtime, const Target& target, const SuiteOptions& options = {});
+
+// Case k (0, 1, ...) of the seeded random sweep: named "sweep/<seed>/<k>", so that a failing
+// one is reproduced by its name alone (case_named()).
+Case sweep_case(const Runtime& runtime, const Target& target, const SuiteOptions& options, uint64_t k);
+
+// The case of that name in cases() or, for "sweep/<seed>/<k>", that sweep case; none when
+// there is no such case.
+std::optional<Case> case_named(const Runtime& runtime, const Target& target, const SuiteOptions& options,
+                               std::string_view name);
 
 struct CaseResult {
   Target target;
@@ -65,7 +94,8 @@ std::unique_ptr<Runtime> make_runtime(const RuntimeOptions& base, const Target& 
 CaseResult run_case(Runtime& runtime, const Target& target, const Case& c);
 
 // Builds a Runtime forcing each target's backend (from `base`), runs every case.
+// In this process: a case that crashes takes the caller with it (see run_isolated()).
 Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
-            const std::function<void(const CaseResult&)>& on_result = {});
+            const std::function<void(const CaseResult&)>& on_result = {}, const SuiteOptions& options = {});
 
 }  // namespace deltakern::conformance
