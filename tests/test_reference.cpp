@@ -7,6 +7,7 @@
 #include "reference.hpp"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -44,6 +45,19 @@ BOOST_AUTO_TEST_CASE(bf16_conversion_rounds_to_nearest_even) {
   }
 }
 
+namespace {
+
+// Accessors over row-major vectors, as the suite's host images provide them.
+std::function<double(int64_t, int64_t)> matrix(const std::vector<double>& v, int64_t cols) {
+  return [&v, cols](int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; };
+}
+std::function<double(int64_t, int64_t, int64_t)> cube(const std::vector<double>& v, int64_t n1, int64_t n2) {
+  return
+      [&v, n1, n2](int64_t i, int64_t j, int64_t k) { return v[static_cast<size_t>((i * n1 + j) * n2 + k)]; };
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(varlen_by_hand) {
   // D = 1, W = 3, S = 2; sequences of lengths 1 (initial state) and 3 (none), bias 0.5.
   const std::vector<double> x{10, 1, 2, 3};
@@ -59,45 +73,49 @@ BOOST_AUTO_TEST_CASE(varlen_by_hand) {
   p.width = 3;
   p.state_len = 2;
   p.lines = 3;
-  p.x = x;
-  p.weight = w;
-  p.bias = bias;
-  p.states = states;
+  p.x = matrix(x, 4);
+  p.weight = matrix(w, 3);
+  p.bias = [&](int64_t d) { return bias[static_cast<size_t>(d)]; };
+  p.states = cube(states, 1, 2);
   p.query_start_loc = qsl;
   p.cache_indices = idx;
   p.has_initial_state = init;
-  const auto r = ref::causal_conv1d_varlen(p);
+  const ref::Varlen r(p);
   // Sequence 0 on line 2 = [4, 5]: e = [4, 5, 10]; out = 0.5 + 0.25*4 + 0.5*5 + 10 = 14.
-  BOOST_TEST(r.out[0] == 14.0);
+  BOOST_TEST(r.out(0, 0).value == 14.0);
+  BOOST_TEST(r.out(0, 0).magnitude == 14.0);
+  BOOST_TEST(r.out(0, 0).terms == 4);
   // Sequence 1 on line 0, no initial state: e = [0, 0, 1, 2, 3].
-  BOOST_TEST(r.out[1] == 0.5 + 1.0);
-  BOOST_TEST(r.out[2] == 0.5 + 0.5 * 1 + 2);
-  BOOST_TEST(r.out[3] == 0.5 + 0.25 * 1 + 0.5 * 2 + 3);
-  BOOST_TEST(r.states == (std::vector<double>{2, 3, 100, 100, 5, 10}), boost::test_tools::per_element());
-  BOOST_TEST(r.line_live == (std::vector<uint8_t>{1, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(r.out(0, 1).value == 0.5 + 1.0);
+  BOOST_TEST(r.out(0, 2).value == 0.5 + 0.5 * 1 + 2);
+  BOOST_TEST(r.out(0, 3).value == 0.5 + 0.25 * 1 + 0.5 * 2 + 3);
+  BOOST_TEST(r.states() == (std::vector<double>{2, 3, 100, 100, 5, 10}), boost::test_tools::per_element());
+  BOOST_TEST(r.line_live() == (std::vector<uint8_t>{1, 0, 1}), boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(varlen_skips_padded_and_zeroes_an_empty_sequence_without_state) {
-  const std::vector<double> x{1, 2};
+BOOST_AUTO_TEST_CASE(varlen_skips_padded_and_out_of_range_and_zeroes_an_empty_sequence_without_state) {
+  const std::vector<double> x{1, 2, 3};
   const std::vector<double> w{1, 1};
   const std::vector<double> states{9, 9, 9};
-  const std::vector<int32_t> qsl{0, 0, 2};
-  const std::vector<int32_t> idx{1, -1};
+  const std::vector<int32_t> qsl{0, 0, 2, 3};
+  const std::vector<int32_t> idx{1, -1, 3};  // the last one is out of range
   ref::VarlenProblem p;
   p.dim = 1;
-  p.tokens = 2;
+  p.tokens = 3;
   p.width = 2;
   p.state_len = 1;
   p.lines = 3;
-  p.x = x;
-  p.weight = w;
-  p.states = states;
+  p.x = matrix(x, 3);
+  p.weight = matrix(w, 2);
+  p.states = cube(states, 1, 1);
   p.query_start_loc = qsl;
   p.cache_indices = idx;
   p.act = ref::Act::silu;
-  const auto r = ref::causal_conv1d_varlen(p);
-  BOOST_TEST(r.token_live == (std::vector<uint8_t>{0, 0}), boost::test_tools::per_element());
-  BOOST_TEST(r.states == (std::vector<double>{9, 0, 9}), boost::test_tools::per_element());
+  const ref::Varlen r(p);
+  BOOST_TEST(r.live_tokens() == (std::vector<uint8_t>{0, 0, 0}), boost::test_tools::per_element());
+  BOOST_TEST(r.states() == (std::vector<double>{9, 0, 9}), boost::test_tools::per_element());
+  BOOST_TEST(r.sequence_of(0) == 1);
+  BOOST_TEST(r.sequence_of(2) == 2);
 }
 
 BOOST_AUTO_TEST_CASE(update_shift_and_circular_by_hand) {
@@ -112,18 +130,22 @@ BOOST_AUTO_TEST_CASE(update_shift_and_circular_by_hand) {
   p.width = 3;
   p.state_len = 3;
   p.lines = 1;
-  p.x = x;
-  p.weight = w;
-  p.states = states;
-  auto r = ref::causal_conv1d_update(p);
-  // e = [1, 2, 3, 4, 5]: out[0] = 2 + 30 + 400, out[1] = 3 + 40 + 500; state [3, 4, 5].
-  BOOST_TEST(r.out == (std::vector<double>{432, 543}), boost::test_tools::per_element());
-  BOOST_TEST(r.states == (std::vector<double>{3, 4, 5}), boost::test_tools::per_element());
+  p.x = cube(x, 1, 2);
+  p.states = cube(states, 1, 3);
+  p.weight = matrix(w, 3);
+  {
+    const ref::Update r(p);
+    // e = [1, 2, 3, 4, 5]: out[0] = 2 + 30 + 400, out[1] = 3 + 40 + 500; state [3, 4, 5].
+    BOOST_TEST(r.out(0, 0, 0).value == 432.0);
+    BOOST_TEST(r.out(0, 0, 1).value == 543.0);
+    BOOST_TEST(r.states() == (std::vector<double>{3, 4, 5}), boost::test_tools::per_element());
+  }
   // Circular, n = 4: token 0 reads positions (4-2)%3=2, 0 -> 3, 1; writes 4 at 1.
   // Token 1 reads positions 0, 1 -> 1, 4; writes 5 at 2.
   const std::vector<int32_t> n{4};
   p.cache_seqlens = n;
-  r = ref::causal_conv1d_update(p);
-  BOOST_TEST(r.out == (std::vector<double>{3 + 10 + 400, 1 + 40 + 500}), boost::test_tools::per_element());
-  BOOST_TEST(r.states == (std::vector<double>{1, 4, 5}), boost::test_tools::per_element());
+  const ref::Update r(p);
+  BOOST_TEST(r.out(0, 0, 0).value == 3 + 10 + 400.0);
+  BOOST_TEST(r.out(0, 0, 1).value == 1 + 40 + 500.0);
+  BOOST_TEST(r.states() == (std::vector<double>{1, 4, 5}), boost::test_tools::per_element());
 }

@@ -8,7 +8,9 @@
 
 #include <deltakern/op_schemas.h>
 
+#include <chrono>
 #include <exception>
+#include <thread>
 
 namespace deltakern::conformance {
 
@@ -17,54 +19,101 @@ namespace {
 struct VarlenOp {
   using Config = VarlenConfig;
   using Inputs = VarlenInputs;
+  using Before = VarlenBefore;
   static constexpr const char* name = DK_OP_CAUSAL_CONV1D_VARLEN;
+  static constexpr const char* states_name = "conv_states";
   static constexpr bool has_max_seq_len = true;
   static Inputs make(DLDevice d, const Config& c, Random& r) { return make_varlen_inputs(d, c, r); }
   static void refill(Inputs& in, const Config& c, Random& r) { refill_varlen_inputs(in, c, r); }
-  static auto reference(const Inputs& in, const Config& c) { return varlen_reference(in, c); }
-  static VarlenBefore before(Inputs& in) { return capture(in); }
+  static Before before(Inputs& in, const Config& c) { return capture(in, c); }
   static Tensor call(Runtime& rt, const Inputs& in, const Config& c, std::optional<int64_t> max,
                      void* stream) {
     return rt.causal_conv1d_varlen(varlen_args(in, c, max, stream));
   }
   static std::optional<int64_t> max_len(const Config& c) { return c.max_len(); }
-  template <class Ref>
-  static std::string check(const OpInfo& info, Inputs& in, const Config& c, const VarlenBefore& b,
-                           const Ref& ref, const Tensor& result) {
-    return check_varlen(info, in, c, b, ref, result);
+  static std::string check(const OpInfo& info, Inputs& in, const Config& c, const Before& b,
+                           const Tensor& result, uint64_t call, std::string_view seed) {
+    return check_varlen(info, in, c, b, result, call, seed);
   }
   static TensorBuf& states(Inputs& in) { return in.states; }
-  static DType state_dtype(const Config& c) { return c.state; }
 };
 
 struct UpdateOp {
   using Config = UpdateConfig;
   using Inputs = UpdateInputs;
+  using Before = UpdateBefore;
   static constexpr const char* name = DK_OP_CAUSAL_CONV1D_UPDATE;
+  static constexpr const char* states_name = "conv_state";
   static constexpr bool has_max_seq_len = false;
   static Inputs make(DLDevice d, const Config& c, Random& r) { return make_update_inputs(d, c, r); }
   static void refill(Inputs& in, const Config& c, Random& r) { refill_update_inputs(in, c, r); }
-  static auto reference(const Inputs& in, const Config& c) { return update_reference(in, c); }
-  static UpdateBefore before(Inputs& in) { return capture(in); }
+  static Before before(Inputs& in, const Config& c) { return capture(in, c); }
   static Tensor call(Runtime& rt, const Inputs& in, const Config& c, std::optional<int64_t>, void* stream) {
     return rt.causal_conv1d_update(update_args(in, c, stream));
   }
   static std::optional<int64_t> max_len(const Config&) { return std::nullopt; }
-  template <class Ref>
-  static std::string check(const OpInfo& info, Inputs& in, const Config& c, const UpdateBefore& b,
-                           const Ref& ref, const Tensor& result) {
-    return check_update(info, in, c, b, ref, result);
+  static std::string check(const OpInfo& info, Inputs& in, const Config& c, const Before& b,
+                           const Tensor& result, uint64_t call, std::string_view seed) {
+    return check_update(info, in, c, b, result, call, seed);
   }
   static TensorBuf& states(Inputs& in) { return in.states; }
-  static DType state_dtype(const Config& c) { return c.state; }
 };
 
 std::string with_context(std::string_view context, const std::string& message) {
   return message.empty() ? message : std::string(context) + ": " + message;
 }
 
-const Describe plain_index(const std::vector<int64_t>& shape) {
+Describe plain_index(const std::vector<int64_t>& shape) {
   return [shape](int64_t i) { return index_string(shape, i); };
+}
+
+// Late writes: what the arguments and a result were just after the call, looked at again
+// after `delay` (a backend thread still writing once run() returned).
+struct AfterCall {
+  Snapshot args;
+  HostImage result;
+};
+// An in-place result is x itself, which the arguments' snapshot covers.
+AfterCall after_call(std::span<const NamedArg> args, const Tensor& result, bool fresh) {
+  return {snapshot(args), fresh && result ? image_of(result.dl()) : HostImage()};
+}
+std::string check_late_writes(std::span<const NamedArg> args, const Tensor& result, const AfterCall& then,
+                              std::chrono::milliseconds delay, std::string_view when) {
+  if (delay.count() > 0) std::this_thread::sleep_for(delay);
+  if (auto m = check_unchanged_since(args, then.args, when); !m.empty()) return m;
+  if (result && then.result.numel() > 0)
+    return compare_images("the result " + std::string(when) + " (a write after the call returned)",
+                          image_of(result.dl()), then.result, plain_index(then.result.shape()));
+  return {};
+}
+
+// The device error words: cleared before the call; after it, the target must have flagged
+// the out-of-range index (and a second read must find the word cleared).
+void clear_device_errors(Runtime& rt, const Target& target, const Stream& stream) {
+  try {
+    rt.check_errors(target.device, stream.get());
+  } catch (const Error&) {
+  }
+}
+std::string check_flagged(Runtime& rt, const Target& target, const Stream& stream) {
+  std::string what;
+  try {
+    rt.check_errors(target.device, stream.get());
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  if (what.find(target.backend + ": cache index out of range") == std::string::npos)
+    return "an out-of-range cache index was skipped but not flagged: check_errors reported " +
+           (what.empty() ? std::string("nothing") : "'" + what + "'") + ", expected '" + target.backend +
+           ": cache index out of range'" +
+           " (a backend flags it in its device error word and reports it through dk_plugin.check_errors)";
+  try {
+    rt.check_errors(target.device, stream.get());
+  } catch (const Error& e) {
+    return std::string("check_errors did not clear the device error word: a second read reported '") +
+           e.what() + "'";
+  }
+  return {};
 }
 
 // Two calls from the same inputs, x and states included (the review thread's lesson: an
@@ -72,19 +121,27 @@ const Describe plain_index(const std::vector<int64_t>& shape) {
 // passes max_seq_len and gets fresh memory poisoned with NaN bytes; the second omits it
 // (decode has none: the same call again) and gets finite poison. Both must match the
 // reference and each other bit for bit, so an element left unwritten shows whatever the
-// backend does with the poison it finds.
+// backend does with the poison it finds. A fresh first result stays held during the second
+// call: the two must not share memory, and the first must not change. After each call, and
+// after the next, the arguments and results are looked at again for late writes.
 template <class Op>
-std::string host_and_derived(Runtime& rt, const OpInfo& info, const OpInfo::Device& dev,
-                             typename Op::Inputs& in, const typename Op::Config& cfg, const Stream& stream) {
-  const auto ref = Op::reference(in, cfg);
-  const auto before = Op::before(in);
+std::string host_and_derived(Runtime& rt, const Target& target, const OpInfo& info, const OpInfo::Device& dev,
+                             typename Op::Inputs& in, const typename Op::Config& cfg, const Stream& stream,
+                             std::string_view seed) {
+  const auto before = Op::before(in, cfg);
   const auto max = Op::max_len(cfg);
-  Tensor a;
-  uint64_t made = 0;
+  const auto args = in.args();
+  const auto delay = std::chrono::milliseconds(cfg.late_write_ms);
+  const bool fresh = !returns_x(info);
+  HeldResults held;
+  if (cfg.flags_errors()) clear_device_errors(rt, target, stream);
+  uint64_t made = 0, call_a = 0;
+  Tensor* a = nullptr;
   {
     const PoisonScope poison(Poison::nan);
+    call_a = poison.call();
     const uint64_t s0 = host_syncs();
-    a = Op::call(rt, in, cfg, max, stream.get());
+    a = &held.add(Op::call(rt, in, cfg, max, stream.get()));
     made = host_syncs() - s0;
   }
   stream.synchronize();
@@ -92,22 +149,30 @@ std::string host_and_derived(Runtime& rt, const OpInfo& info, const OpInfo::Devi
   if (auto m = check_syncs(made, 0, Op::has_max_seq_len ? "with max_seq_len given" : "in a decode call");
       !m.empty())
     return with_context(first, m);
-  if (auto m = Op::check(info, in, cfg, before, ref, a); !m.empty()) return with_context(first, m);
-
-  const auto a_out = read_bits(a.dl());
+  if (auto m = Op::check(info, in, cfg, before, *a, call_a, seed); !m.empty()) return with_context(first, m);
+  if (cfg.flags_errors())
+    if (auto m = check_flagged(rt, target, stream); !m.empty()) return with_context(first, m);
+  AfterCall after_a = after_call(args, *a, fresh);
+  if (auto m = check_late_writes(args, *a, after_a, delay,
+                                 std::to_string(delay.count()) + " ms after the call returned");
+      !m.empty())
+    return with_context(first, m);
+  const HostImage a_out = fresh ? std::move(after_a.result) : image_of(a->dl());
   const auto a_states = Op::states(in).bits();
-  std::vector<int64_t> out_shape(a.dl().shape, a.dl().shape + a.dl().ndim);
-  a = Tensor{};  // an in-place result is a view of x, which is restored next
-  const auto args = in.args();
+  std::vector<int64_t> out_shape(a->dl().shape, a->dl().shape + a->dl().ndim);
+  if (!fresh)
+    if (auto m = held.release_all(); !m.empty()) return with_context(first, m);  // a view of x, restored next
   restore(args, before.bytes);
 
   const bool omit = Op::has_max_seq_len;
   const uint64_t expected = omit && dev.derives_max_seq_len ? 1 : 0;
-  Tensor b;
+  uint64_t call_b = 0;
+  Tensor* b = nullptr;
   {
     const PoisonScope poison(Poison::finite);
+    call_b = poison.call();
     const uint64_t s0 = host_syncs();
-    b = Op::call(rt, in, cfg, omit ? std::nullopt : max, stream.get());
+    b = &held.add(Op::call(rt, in, cfg, omit ? std::nullopt : max, stream.get()));
     made = host_syncs() - s0;
   }
   stream.synchronize();
@@ -117,44 +182,68 @@ std::string host_and_derived(Runtime& rt, const OpInfo& info, const OpInfo::Devi
                                     ? "with max_seq_len omitted (declares derives_max_seq_len: one)"
                                     : "with max_seq_len omitted (declares no derives_max_seq_len)";
   if (auto m = check_syncs(made, expected, situation); !m.empty()) return with_context(second, m);
+  if (fresh) {
+    if (auto m = check_apart(*a, *b); !m.empty()) return with_context(second, m);
+    if (auto m = compare_images("the first call's result, still held, after the second call",
+                                image_of(a->dl()), a_out, plain_index(out_shape));
+        !m.empty())
+      return m;
+  }
   // Bit identity before the reference: an element still holding the second poison names
   // the fault (never written) better than a value far from the expected one would.
-  const DType xdt = from_dl(in.x.dl()->dtype);
   const std::string versus = std::string(omit ? " (max_seq_len omitted" : " (") + (omit ? "; " : "") +
                              "fresh memory poisoned with " + poison_name(Poison::finite) +
                              ") against the first" + (omit ? " (max_seq_len given; " : " (") +
                              poison_name(Poison::nan) + "),";
-  if (auto m = compare_bits("output of the second call" + versus, xdt, read_bits(b.dl()), a_out, {},
-                            plain_index(out_shape));
+  if (auto m = compare_images("output of the second call" + versus, image_of(b->dl()), a_out,
+                              plain_index(out_shape));
       !m.empty())
     return m;
-  if (auto m = Op::check(info, in, cfg, before, ref, b); !m.empty()) return with_context(second, m);
-  return compare_bits("conv_states after the second call" + versus, Op::state_dtype(cfg),
-                      Op::states(in).bits(), a_states, {}, plain_index(Op::states(in).shape()));
+  if (auto m = Op::check(info, in, cfg, before, *b, call_b, seed); !m.empty()) return with_context(second, m);
+  if (cfg.flags_errors())
+    if (auto m = check_flagged(rt, target, stream); !m.empty()) return with_context(second, m);
+  if (auto m = compare_bits(std::string(Op::states_name) + " after the second call" + versus,
+                            from_dl(Op::states(in).dl()->dtype), Op::states(in).bits(), a_states, {},
+                            plain_index(Op::states(in).shape()));
+      !m.empty())
+    return m;
+  if (auto m = check_late_writes(args, *b, after_call(args, *b, fresh), delay,
+                                 std::to_string(delay.count()) + " ms after the second call returned");
+      !m.empty())
+    return with_context(second, m);
+  return held.release_all();
 }
 
 // One untimed call first, so that lazily loaded kernels are loaded outside the capture
 // and the gate; the inputs are restored afterwards.
 template <class Op>
-void warm_up(Runtime& rt, typename Op::Inputs& in, const typename Op::Config& cfg, const Stream& stream) {
-  const auto before = Op::before(in);
+std::string warm_up(Runtime& rt, typename Op::Inputs& in, const typename Op::Config& cfg,
+                    const Stream& stream) {
+  const Snapshot before = snapshot(in.args());
+  std::string m;
   {
     Tensor w = Op::call(rt, in, cfg, Op::max_len(cfg), stream.get());
     stream.synchronize();
+    m = release_result(w);
   }
-  const auto args = in.args();
-  restore(args, before.bytes);
+  restore(in.args(), before);
+  return m;
 }
 
 template <class Op>
 std::string graph_replay(Runtime& rt, const OpInfo& info, typename Op::Inputs& in,
-                         const typename Op::Config& cfg, const Stream& stream, Random& rng) {
-  warm_up<Op>(rt, in, cfg, stream);
+                         const typename Op::Config& cfg, const Stream& stream, Random& rng,
+                         std::string_view seed) {
+  if (auto m = warm_up<Op>(rt, in, cfg, stream); !m.empty()) return m;
+  HeldResults held;
   Capture capture(stream.get());
   const uint64_t s0 = host_syncs();
-  Tensor result;
+  Tensor* result = nullptr;
+  uint64_t call = 0;
   try {
-    result = Op::call(rt, in, cfg, Op::max_len(cfg), stream.get());
+    const PoisonScope poison(Poison::nan);
+    call = poison.call();
+    result = &held.add(Op::call(rt, in, cfg, Op::max_len(cfg), stream.get()));
   } catch (const std::exception& e) {
     const auto m = capture.end();
     return std::string("the call failed while its stream was captured into a CUDA graph: ") + e.what() +
@@ -165,38 +254,46 @@ std::string graph_replay(Runtime& rt, const OpInfo& info, typename Op::Inputs& i
   if (auto m = check_syncs(made, 0, "during graph capture"); !m.empty()) return m;
   // New values into the very buffers the graph recorded.
   Op::refill(in, cfg, rng);
-  const auto ref = Op::reference(in, cfg);
-  const auto before = Op::before(in);
+  const auto before = Op::before(in, cfg);
   if (auto m = capture.replay(); !m.empty()) return m;
-  return with_context("graph replay on new inputs", Op::check(info, in, cfg, before, ref, result));
+  if (auto m =
+          with_context("graph replay on new inputs", Op::check(info, in, cfg, before, *result, call, seed));
+      !m.empty())
+    return m;
+  return held.release_all();
 }
 
 template <class Op>
 std::string gated(Runtime& rt, const Target& target, const OpInfo& info, typename Op::Inputs& in,
-                  const typename Op::Config& cfg, const Stream& stream) {
-  warm_up<Op>(rt, in, cfg, stream);
-  const auto ref = Op::reference(in, cfg);
-  const auto before = Op::before(in);
+                  const typename Op::Config& cfg, const Stream& stream, std::string_view seed) {
+  if (auto m = warm_up<Op>(rt, in, cfg, stream); !m.empty()) return m;
+  const auto before = Op::before(in, cfg);
+  HeldResults held;
   Gate gate(target.device, stream.get());
   gate.close();
   const uint64_t s0 = host_syncs();
-  Tensor result;
+  Tensor* result = nullptr;
+  uint64_t call = 0;
   try {
-    result = Op::call(rt, in, cfg, Op::max_len(cfg), stream.get());
+    const PoisonScope poison(Poison::nan);
+    call = poison.call();
+    result = &held.add(Op::call(rt, in, cfg, Op::max_len(cfg), stream.get()));
   } catch (...) {
     gate.open();
     throw;
   }
   const uint64_t made = host_syncs() - s0;
-  const bool held = gate.holding();
+  const bool holding = gate.holding();
   gate.open();
   stream.synchronize();
-  if (!held)
+  if (!holding)
     return gate.timed_out()
                ? "the call returned only after the gate kernel gave up waiting: it waited for the GPU"
                : "the call returned after the blocked stream had run: it waited for the GPU";
   if (auto m = check_syncs(made, 0, "while the stream was blocked"); !m.empty()) return m;
-  return with_context("gated call", Op::check(info, in, cfg, before, ref, result));
+  if (auto m = with_context("gated call", Op::check(info, in, cfg, before, *result, call, seed)); !m.empty())
+    return m;
+  return held.release_all();
 }
 
 template <class Op>
@@ -211,11 +308,11 @@ std::string run_call(Runtime& rt, const Target& target, const typename Op::Confi
   auto in = Op::make(target.device, cfg, rng);
   switch (mode) {
     case Mode::host_and_derived:
-      return host_and_derived<Op>(rt, info, *dev, in, cfg, stream);
+      return host_and_derived<Op>(rt, target, info, *dev, in, cfg, stream, seed);
     case Mode::graph_replay:
-      return graph_replay<Op>(rt, info, in, cfg, stream, rng);
+      return graph_replay<Op>(rt, info, in, cfg, stream, rng, seed);
     case Mode::gate:
-      return gated<Op>(rt, target, info, in, cfg, stream);
+      return gated<Op>(rt, target, info, in, cfg, stream, seed);
   }
   return "unknown mode";
 }

@@ -1,7 +1,10 @@
-// Tolerances per dtype and the comparisons that name the first differing element.
+// The error bound every output element is held to, and the comparisons that name the first
+// element that misses it.
 #pragma once
 
 #include "dtype.hpp"
+#include "reference.hpp"
+#include "tensor.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -11,10 +14,14 @@
 
 namespace deltakern::conformance {
 
-// The allowed |got - expected| of an output in `dtype` whose largest expected magnitude
-// is `max_abs`: f32 1e-5 relative; f16 and bf16 two units in the last place of the
-// dtype at that magnitude (accumulating in f32 and rounding once costs half of one).
-double output_tolerance(DType dtype, double max_abs);
+// The error allowed on one element of an output in `dtype`, for a backend that accumulates
+// in float32 and rounds once (docs/design.md, "Numerics"): half a unit in the last place of
+// `dtype` at the reference value, plus a bound on any float32 evaluation of the sum (any
+// order, products rounded or fused: gamma_n = n u / (1 - n u) times the magnitudes of the n
+// terms, u = 2^-24), carried through the activation (|silu'| < 1.1) with the activation's
+// own float32 error ((8 + 2 |pre|) u relative). A backend that rounds a product or a running
+// sum to bf16 or f16 misses it; one that keeps float32 throughout is within it.
+double output_tolerance(DType dtype, reference::Act act, const reference::Output& expected);
 
 std::string format_value(double v);
 std::string format_bits(DType dtype, uint32_t bits);
@@ -22,16 +29,21 @@ std::string format_bits(DType dtype, uint32_t bits);
 // Names element i for a message, e.g. "[3, 17] (channel 3, sequence 2, token 4)".
 using Describe = std::function<std::string(int64_t i)>;
 
-// Compares `got` (raw bits of `dtype`) with float64 `expected` where `mask` is set,
-// within output_tolerance(). Empty when they agree; else the first differing element,
-// got, expected, the tolerance and how many differ.
-std::string compare_values(std::string_view what, DType dtype, std::span<const uint32_t> got,
-                           std::span<const double> expected, std::span<const uint8_t> mask,
-                           const Describe& describe);
+// Compares the elements `which` (row-major indices) of `got` with the reference, each within
+// output_tolerance(). Empty when all agree; else the first differing element, got, expected,
+// its tolerance and how many of those compared differ.
+std::string compare_outputs(std::string_view what, const HostImage& got, reference::Act act,
+                            std::span<const int64_t> which,
+                            const std::function<reference::Output(int64_t i)>& expected,
+                            const Describe& describe);
 
 // Bit-exact comparison where `mask` is set (empty mask: everywhere).
 std::string compare_bits(std::string_view what, DType dtype, std::span<const uint32_t> got,
                          std::span<const uint32_t> expected, std::span<const uint8_t> mask,
                          const Describe& describe);
+
+// Bit-exact comparison of every element of two images of the same shape.
+std::string compare_images(std::string_view what, const HostImage& got, const HostImage& expected,
+                           const Describe& describe);
 
 }  // namespace deltakern::conformance

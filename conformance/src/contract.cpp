@@ -3,6 +3,8 @@
 #include "poison.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <exception>
 
 namespace deltakern::conformance {
 
@@ -27,17 +29,18 @@ bool returns_x(const OpInfo& info) {
 
 namespace {
 
-// The element that byte `b` of the allocation belongs to, or -1 for slack.
-std::vector<int64_t> byte_owners(const TensorBuf& buf) {
-  std::vector<int64_t> owner(buf.alloc_bytes(), -1);
-  const auto offs = buf.alloc_offsets();
-  const size_t size = size_of(buf.dtype());
-  for (size_t e = 0; e < offs.size(); ++e)
-    for (size_t k = 0; k < size; ++k) owner[static_cast<size_t>(offs[e]) + k] = static_cast<int64_t>(e);
-  return owner;
+// The first byte at which two images of one allocation differ; none when they are equal.
+std::optional<size_t> first_difference(const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+  if (a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0) return std::nullopt;
+  const size_t n = std::min(a.size(), b.size());
+  const auto at = std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin());
+  return static_cast<size_t>(at.first - a.begin());
 }
 
-std::string index_of(const TensorBuf& buf, int64_t element) { return index_string(buf.shape(), element); }
+std::string where_in(const TensorBuf& buf, size_t byte) {
+  if (const auto e = buf.element_at_byte(byte)) return "element " + index_string(buf.shape(), *e);
+  return "byte " + std::to_string(byte) + " of its allocation, outside its elements";
+}
 
 std::string range_string(const AddressRange& r, uintptr_t origin) {
   const auto signed_offset = [origin](uintptr_t a) {
@@ -52,48 +55,64 @@ std::string shape_string(const DLTensor& t) {
   return s + ")";
 }
 
+// The arguments whose memory (guards included) the range shares, as "x (result bytes [a, b)
+// from the start of x's guarded N bytes)", joined; empty when none.
+std::string overlapped(const AddressRange& r, std::span<const NamedArg> args) {
+  std::string names;
+  for (const auto& a : args) {
+    if (a.buf == nullptr) continue;
+    const AddressRange ar = a.buf->with_guards();
+    if (!r.overlaps(ar)) continue;
+    names += (names.empty() ? "" : ", ") + a.name + " (result bytes " + range_string(r, ar.lo) +
+             " from the start of " + a.name + "'s guarded " + std::to_string(ar.hi - ar.lo) + " bytes)";
+  }
+  return names;
+}
+
 }  // namespace
 
 std::string check_unannotated(const OpInfo& info, std::span<const NamedArg> args, const Snapshot& before) {
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a.buf == nullptr || is_mutated(info, a.name)) continue;
-    const auto after = a.buf->bytes();
-    if (after == before[i]) continue;
-    const auto owner = byte_owners(*a.buf);
-    size_t b = 0;
-    while (b < after.size() && after[b] == before[i][b]) ++b;
-    std::string where;
-    if (owner[b] >= 0) {
-      where = "element " + index_of(*a.buf, owner[b]);
-    } else {
-      where = "byte " + std::to_string(b) + " of its allocation, outside its elements";
-    }
-    return a.name + " changed at " + where + " although the schema (" + info.schema +
+    const auto b = first_difference(a.buf->bytes(), before[i]);
+    if (!b) continue;
+    return a.name + " changed at " + where_in(*a.buf, *b) + " although the schema (" + info.schema +
            ") does not mark it written";
   }
   return {};
 }
 
-std::string check_changes_only_in(const NamedArg& arg, const std::vector<std::byte>& before,
-                                  std::span<const uint8_t> may_change, const Describe& describe) {
-  const auto after = arg.buf->bytes();
-  if (after == before) return {};
-  const auto owner = byte_owners(*arg.buf);
-  for (size_t b = 0; b < after.size(); ++b) {
-    if (after[b] == before[b]) continue;
-    const int64_t e = owner[b];
-    if (e >= 0 && may_change[static_cast<size_t>(e)]) continue;
-    if (e < 0)
-      return arg.name + " changed at byte " + std::to_string(b) +
-             " of its allocation, outside its elements (slack the op must not touch)";
-    return arg.name + " changed at " + describe(e) + ", which this call must leave bit-identical";
+std::string check_unchanged_since(std::span<const NamedArg> args, const Snapshot& expected,
+                                  std::string_view when) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a.buf == nullptr) continue;
+    if (const auto b = first_difference(a.buf->bytes(), expected[i]))
+      return a.name + " changed at " + where_in(*a.buf, *b) + " " + std::string(when) +
+             " (a write after the call returned)";
   }
   return {};
 }
 
+std::string check_changes_only_in(const NamedArg& arg, const std::vector<std::byte>& before,
+                                  std::vector<std::byte> after,
+                                  const std::function<bool(int64_t linear)>& may_change,
+                                  const Describe& describe) {
+  if (!first_difference(after, before)) return {};
+  // Put the elements that may change back as they were: what is left must be identical.
+  std::vector<std::byte>& masked = after;
+  arg.buf->copy_elements(masked, before, may_change);
+  const auto b = first_difference(masked, before);
+  if (!b) return {};
+  if (const auto e = arg.buf->element_at_byte(*b))
+    return arg.name + " changed at " + describe(*e) + ", which this call must leave bit-identical";
+  return arg.name + " changed at byte " + std::to_string(*b) +
+         " of its allocation, outside its elements (slack the op must not touch)";
+}
+
 std::string check_result(const OpInfo& info, const Tensor& result, const TensorBuf& x,
-                         std::span<const NamedArg> args) {
+                         std::span<const NamedArg> args, uint64_t call) {
   if (!result) return "the call returned no tensor";
   const DLTensor& r = result.dl();
   const DLTensor& xd = *x.dl();
@@ -109,33 +128,43 @@ std::string check_result(const OpInfo& info, const Tensor& result, const TensorB
     bool same_view = start(r) == start(xd);
     for (int d = 0; d < r.ndim && same_view; ++d)
       if (r.shape[d] > 1 && stride(r, d) != stride(xd, d)) same_view = false;
-    if (!same_view)
-      return "the schema returns Tensor(a), an alias of x, but the result is not x's view (result aliases "
-             "x: " +
-             std::string(result.aliases(xd) ? "yes" : "no") + ")";
-    return {};
+    if (same_view) return {};
+    const std::string where = overlapped(rr, args);
+    return "the schema returns Tensor(a), an alias of x, but the result is not x's view (" +
+           (where.empty() ? std::string("it overlaps no argument") : "it overlaps " + where) + ")";
   }
   if (info.returns_alias_of.has_value())
     return "the schema's result aliases '" + *info.returns_alias_of + "', which no op of ABI 1 may return";
   // Guards included: a result there would live in memory the backend was never given.
-  for (const auto& a : args) {
-    if (a.buf == nullptr) continue;
-    const AddressRange ar = a.buf->with_guards();
-    if (rr.overlaps(ar))
-      return "the schema returns a fresh Tensor but the result overlaps the memory of " + a.name +
-             " (result bytes " + range_string(rr, ar.lo) + " from the start of " + a.name + "'s guarded " +
-             std::to_string(ar.hi - ar.lo) + " bytes)";
-  }
+  if (const std::string where = overlapped(rr, args); !where.empty())
+    return "the schema returns a fresh Tensor but the result overlaps the memory of " + where;
   if (rr.empty()) return {};
-  // A result from the host allocator: its elements inside what was asked for, its guards intact.
+  // A fresh result is memory the host allocator handed out for this very call: anything else
+  // (a buffer of the plugin's own, one kept from an earlier call) is shared by the results an
+  // engine holds at once.
   const auto allocation = find_allocation(rr.lo);
-  if (!allocation) return {};
+  if (!allocation)
+    return "the fresh result's memory was not handed out by the host allocator (a buffer of the "
+           "backend's own: two results held at once would share it)";
+  if (call != 0 && allocation->call != call)
+    return "the fresh result lies in a block the host allocator handed out for an earlier call (call " +
+           std::to_string(allocation->call) + "; this is call " + std::to_string(call) +
+           "): a buffer kept and returned again, shared by the results an engine holds at once";
   const uintptr_t end = allocation->start + allocation->bytes;
   if (rr.hi > end)
     return "the result's elements reach " + std::to_string(rr.hi - end) + " byte(s) past the end of the " +
            std::to_string(allocation->bytes) + " bytes it was allocated";
   return check_guards(allocation->device, reinterpret_cast<const void*>(allocation->start), allocation->bytes,
                       "the output");
+}
+
+std::string check_apart(const Tensor& first, const Tensor& second) {
+  if (!first || !second) return {};
+  const AddressRange a = address_range(first.dl()), b = address_range(second.dl());
+  if (!a.overlaps(b)) return {};
+  return "the second call's fresh result shares memory with the first call's, which the caller still "
+         "holds (bytes " +
+         range_string(b, a.lo) + " from the start of the first result)";
 }
 
 std::string check_guards(std::span<const NamedArg> args) {
@@ -151,6 +180,27 @@ std::string check_syncs(uint64_t made, uint64_t expected, std::string_view situa
                              ", expected " + std::to_string(expected);
   if (made > expected) return "unexpected sync: " + counts;
   return "missing sync: " + counts;
+}
+
+std::string release_result(Tensor& result) {
+  DLManagedTensor* managed = result.release();
+  if (managed == nullptr || managed->deleter == nullptr) return {};
+  try {
+    managed->deleter(managed);
+  } catch (const std::exception& e) {
+    return std::string("the result's deleter threw (nothing may unwind across the ABI): ") + e.what();
+  } catch (...) {
+    return "the result's deleter threw a non-standard exception (nothing may unwind across the ABI)";
+  }
+  return {};
+}
+
+std::string HeldResults::release_all() {
+  std::string first;
+  for (auto& t : results_)
+    if (auto m = release_result(t); !m.empty() && first.empty()) first = m;
+  results_.clear();
+  return first;
 }
 
 const OpInfo::Device* device_caps(const OpInfo& info, int device_type) {

@@ -151,16 +151,13 @@ double decode(DType t, uint32_t bits) {
 }
 
 double ulp(DType t, double v) {
+  // Below the smallest normal the spacing is the smallest subnormal's.
+  const int min_exponent = t == DType::f16 ? -14 : -126;  // of the smallest normal, 2^min_exponent
+  const int mantissa_bits = t == DType::f16 ? 10 : t == DType::bf16 ? 7 : 23;
   int e = 0;
-  std::frexp(v, &e);  // v = m * 2^e, m in [0.5, 1): the binade's exponent is e - 1
-  switch (t) {
-    case DType::f16:
-      return std::ldexp(1.0, std::max(e - 1 - 10, -24));
-    case DType::bf16:
-      return std::ldexp(1.0, e - 1 - 7);
-    default:
-      return std::ldexp(1.0, e - 1 - 23);
-  }
+  std::frexp(std::abs(v), &e);  // |v| = m * 2^e, m in [0.5, 1): the binade's exponent is e - 1
+  if (v == 0 || e - 1 < min_exponent) e = min_exponent + 1;
+  return std::ldexp(1.0, e - 1 - mantissa_bits);
 }
 
 }  // namespace deltakern::conformance

@@ -10,6 +10,7 @@
 #include <deltakern/conformance.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -25,6 +26,8 @@ namespace deltakern::conformance {
 namespace {
 
 thread_local Poison current_poison = Poison::nan;
+thread_local uint64_t current_call = 0;
+std::atomic<uint64_t> calls{0};
 
 struct Ledger {
   std::mutex mutex;
@@ -40,7 +43,7 @@ void remember(DLDevice device, void* start, size_t bytes) {
   auto& l = ledger();
   const std::lock_guard lock(l.mutex);
   const auto at = reinterpret_cast<uintptr_t>(start);
-  l.live[at] = {device, at, bytes};
+  l.live[at] = {device, at, bytes, current_call};
 }
 
 std::optional<Allocation> forget(void* start) {
@@ -92,8 +95,15 @@ unsigned char poison_byte(Poison p) { return p == Poison::nan ? 0xFF : 0x5A; }
 
 std::string poison_name(Poison p) { return p == Poison::nan ? "NaN bytes 0xFF" : "finite bytes 0x5A"; }
 
-PoisonScope::PoisonScope(Poison p) : previous_(current_poison) { current_poison = p; }
-PoisonScope::~PoisonScope() { current_poison = previous_; }
+PoisonScope::PoisonScope(Poison p)
+    : previous_(current_poison), previous_call_(current_call), call_(calls.fetch_add(1) + 1) {
+  current_poison = p;
+  current_call = call_;
+}
+PoisonScope::~PoisonScope() {
+  current_poison = previous_;
+  current_call = previous_call_;
+}
 
 std::optional<Poison> poison_of(uint32_t bits, size_t size) {
   const uint64_t mask = size >= 4 ? 0xFFFFFFFFull : (1ull << (8 * size)) - 1;

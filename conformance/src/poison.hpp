@@ -21,16 +21,20 @@ enum class Poison {
 unsigned char poison_byte(Poison p);
 std::string poison_name(Poison p);  // "NaN bytes 0xFF"
 
-// Fresh outputs allocated on this thread while it lives are filled with `p` (NaN outside).
+// One call of a case: fresh outputs allocated on this thread while it lives are filled with
+// `p` (NaN outside any scope) and recorded as allocated for this call.
 class PoisonScope {
  public:
   explicit PoisonScope(Poison p);
   ~PoisonScope();
   PoisonScope(const PoisonScope&) = delete;
   PoisonScope& operator=(const PoisonScope&) = delete;
+  // This call's number (process-wide, from 1): what allocations made during it carry.
+  uint64_t call() const noexcept { return call_; }
 
  private:
   Poison previous_;
+  uint64_t previous_call_, call_;
 };
 
 // Whether `bits` of an element of `size` bytes are all one poison byte; which one.
@@ -41,6 +45,7 @@ struct Allocation {
   DLDevice device{kDLCPU, 0};
   uintptr_t start = 0;
   size_t bytes = 0;
+  uint64_t call = 0;  // the PoisonScope it was made in; 0: outside any
 };
 // The live allocation that holds address `p`, if the poisoning allocator made one.
 std::optional<Allocation> find_allocation(uintptr_t p);

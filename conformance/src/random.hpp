@@ -36,9 +36,32 @@ class Random {
   void shuffle(std::vector<T>& v) {
     std::shuffle(v.begin(), v.end(), engine_);
   }
+  uint64_t bits() { return engine_(); }
 
  private:
   std::mt19937_64 engine_;
+};
+
+// The same distribution as Random::value for tensors of engine size (hundreds of millions of
+// elements): splitmix64, a few nanoseconds a value, seeded from a Random so it stays reproducible.
+class BulkValues {
+ public:
+  explicit BulkValues(Random& seed) : state_(seed.bits()) {}
+  double value(double scale = 1.0) {
+    const uint64_t r = next();
+    const double u = static_cast<double>(r >> 11) * 0x1p-53;
+    const double m = 0.1 + 0.9 * u;
+    return ((r & 1u) != 0 ? m : -m) * scale;
+  }
+
+ private:
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
 };
 
 // NaN patterns with varying payloads and signs: garbage a backend must neither read nor

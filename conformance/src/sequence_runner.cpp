@@ -72,9 +72,16 @@ std::string run_prefill_then_updates(Runtime& rt, const Target& target, const Se
         pool_bits[static_cast<size_t>(indices[static_cast<size_t>(b)] * D * S + i)] =
             encode(sc.state, rng.value());
 
-  // Prefill over `lengths` tokens of each sequence; returns the output values [d][t].
-  const auto prefill = [&](const std::vector<int32_t>& lengths, std::vector<uint32_t>* states_after) {
-    const auto cfg = prefill_config(sc, D, S, lengths, indices, initial, extra);
+  // Prefill over `lengths` tokens of each sequence: its inputs (kept: the whole prefill's are
+  // the reference's) and its output.
+  HeldResults held;
+  struct Prefill {
+    VarlenConfig cfg;
+    VarlenInputs in;
+    Tensor* out = nullptr;
+  };
+  const auto prefill = [&](const std::vector<int32_t>& lengths) {
+    auto cfg = prefill_config(sc, D, S, lengths, indices, initial, extra);
     Random unused(std::string(seed) + "/prefill");
     auto in = make_varlen_inputs(dev, cfg, unused);
     const int64_t T = cfg.tokens();
@@ -88,41 +95,51 @@ std::string run_prefill_then_updates(Runtime& rt, const Target& target, const Se
     in.weight.set_values(weight);
     in.bias->set_values(bias);
     in.states.set_bits(pool_bits);
-    Tensor out = rt.causal_conv1d_varlen(varlen_args(in, cfg, cfg.max_len(), stream.get()));
-    stream.synchronize();
-    *states_after = in.states.bits();
-    return read_values(out.dl());
+    return Prefill{std::move(cfg), std::move(in), nullptr};
   };
 
-  std::vector<uint32_t> states_whole, states_first;
-  const auto out_whole = prefill(whole, &states_whole);
-  const auto out_first = prefill(first, &states_first);
-  const int64_t T_whole = std::accumulate(whole.begin(), whole.end(), int64_t{0});
-  const int64_t T_first = std::accumulate(first.begin(), first.end(), int64_t{0});
-  const auto whole_at = [&](int64_t b, int64_t d, int64_t t) {
-    const int64_t t0 = std::accumulate(whole.begin(), whole.begin() + b, int64_t{0});
-    return out_whole[static_cast<size_t>(d * T_whole + t0 + t)];
+  auto whole_run = prefill(whole);
+  const VarlenBefore reference = capture(whole_run.in, whole_run.cfg);  // the float64 whole prefill
+  whole_run.out = &held.add(rt.causal_conv1d_varlen(
+      varlen_args(whole_run.in, whole_run.cfg, whole_run.cfg.max_len(), stream.get())));
+  stream.synchronize();
+  const std::vector<uint32_t> states_whole = whole_run.in.states.bits();
+  auto first_run = prefill(first);
+  first_run.out = &held.add(rt.causal_conv1d_varlen(
+      varlen_args(first_run.in, first_run.cfg, first_run.cfg.max_len(), stream.get())));
+  stream.synchronize();
+  const std::vector<uint32_t> states_first = first_run.in.states.bits();
+  const int64_t T_whole = whole_run.cfg.tokens(), T_first = first_run.cfg.tokens();
+  const auto start_of = [](const std::vector<int32_t>& lengths, int64_t b) {
+    return std::accumulate(lengths.begin(), lengths.begin() + b, int64_t{0});
+  };
+  const auto expected_at = [&](int64_t b, int64_t d, int64_t t) {
+    return reference.ref->out(d, start_of(whole, b) + t);
   };
 
   // The first prefill's outputs are the whole prefill's first tokens.
   {
-    std::vector<double> expected(static_cast<size_t>(D * T_first));
-    std::vector<uint32_t> got(expected.size());
-    for (int64_t b = 0, t0 = 0; b < B; t0 += first[static_cast<size_t>(b)], ++b)
-      for (int64_t d = 0; d < D; ++d)
-        for (int64_t t = 0; t < first[static_cast<size_t>(b)]; ++t) {
-          const auto i = static_cast<size_t>(d * T_first + t0 + t);
-          expected[i] = whole_at(b, d, t);
-          got[i] = encode(sc.x, out_first[i]);
-        }
-    if (auto m =
-            compare_values("output of the first prefill against the whole prefill", sc.x, got, expected, {},
-                           [&](int64_t i) {
-                             return index_string(std::vector<int64_t>{D, T_first}, i);
-                           });
+    std::vector<int64_t> which(static_cast<size_t>(D * T_first));
+    std::iota(which.begin(), which.end(), int64_t{0});
+    const auto sequence_of = [&](int64_t t) {
+      int64_t b = 0;
+      while (t >= start_of(first, b + 1)) ++b;
+      return b;
+    };
+    if (auto m = compare_outputs(
+            "output of the first prefill against the float64 whole prefill", image_of(first_run.out->dl()),
+            sc.act, which,
+            [&](int64_t i) {
+              const int64_t d = i / T_first, t = i % T_first, b = sequence_of(t);
+              return expected_at(b, d, t - start_of(first, b));
+            },
+            [&](int64_t i) {
+              return index_string(std::vector<int64_t>{D, T_first}, i);
+            });
         !m.empty())
       return m;
   }
+  (void)T_whole;
 
   UpdateConfig uc;
   uc.x = sc.x;
@@ -142,32 +159,35 @@ std::string run_prefill_then_updates(Runtime& rt, const Target& target, const Se
   up.weight.set_values(weight);
   up.bias->set_values(bias);
   up.states.set_bits(states_first);
+  std::vector<int64_t> all(static_cast<size_t>(B * D));
+  std::iota(all.begin(), all.end(), int64_t{0});
   for (int64_t step = 0; step < steps; ++step) {
-    std::vector<double> x(static_cast<size_t>(B * D)), expected(x.size()), seqlens;
+    std::vector<double> x(static_cast<size_t>(B * D)), seqlens;
     for (int64_t b = 0; b < B; ++b) {
       const int64_t t = first[static_cast<size_t>(b)] + step;
-      for (int64_t d = 0; d < D; ++d) {
+      for (int64_t d = 0; d < D; ++d)
         x[static_cast<size_t>(b * D + d)] =
             tok[static_cast<size_t>(b)][static_cast<size_t>(d * whole[static_cast<size_t>(b)] + t)];
-        expected[static_cast<size_t>(b * D + d)] = whole_at(b, d, t);
-      }
       seqlens.push_back(static_cast<double>(t));
     }
     up.x.set_values(x);
     if (up.cache_seqlens) up.cache_seqlens->set_values(seqlens);
-    Tensor out = rt.causal_conv1d_update(update_args(up, uc, stream.get()));
+    Tensor& out = held.add(rt.causal_conv1d_update(update_args(up, uc, stream.get())));
     stream.synchronize();
-    if (auto m = compare_values("update " + std::to_string(step + 1) + " of " + std::to_string(steps) +
-                                    "'s output against the whole prefill",
-                                sc.x, read_bits(out.dl()), expected, {},
-                                [&](int64_t i) {
-                                  return "[" + std::to_string(i / D) + ", " + std::to_string(i % D) +
-                                         "] (sequence " + std::to_string(i / D) + ", channel " +
-                                         std::to_string(i % D) + ")";
-                                });
+    if (auto m = compare_outputs(
+            "update " + std::to_string(step + 1) + " of " + std::to_string(steps) +
+                "'s output against the float64 whole prefill",
+            image_of(out.dl()), sc.act, all,
+            [&](int64_t i) { return expected_at(i / D, i % D, first[static_cast<size_t>(i / D)] + step); },
+            [&](int64_t i) {
+              return "[" + std::to_string(i / D) + ", " + std::to_string(i % D) + "] (sequence " +
+                     std::to_string(i / D) + ", channel " + std::to_string(i % D) + ")";
+            });
         !m.empty())
       return m;
+    if (auto m = release_result(out); !m.empty()) return m;
   }
+  if (auto m = held.release_all(); !m.empty()) return m;
   return compare_bits(
       "conv_states after the prefill and " + std::to_string(steps) + " updates, against one whole prefill,",
       sc.state, up.states.bits(), states_whole, {}, [&](int64_t i) {

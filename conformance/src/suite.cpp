@@ -1,9 +1,9 @@
 // The public face of the suite: which targets exist here, the case list of a target
-// (DESIGN.md section 6), and running it against a runtime that forces the backend.
+// (case_lists.hpp builds it per tier), and running it against a runtime that forces the backend.
+#include "case_lists.hpp"
 #include "case_util.hpp"
 #include "device.hpp"
 #include "poison.hpp"
-#include "runners.hpp"
 
 #include <deltakern/op_schemas.h>
 #include <deltakern/conformance.hpp>
@@ -35,258 +35,6 @@ std::vector<Target> targets(const Runtime& runtime) {
   return out;
 }
 
-namespace {
-
-// Widths 2..4 within what the backend declares, plus its widest when wider.
-std::vector<int64_t> widths_of(const OpInfo& info) {
-  std::vector<int64_t> w;
-  for (int64_t k = std::max(info.min_width, 2); k <= std::min(info.max_width, 4); ++k) w.push_back(k);
-  if (info.max_width > 4 || w.empty()) w.push_back(info.max_width);
-  return w;
-}
-
-std::vector<DType> dtypes_of(const OpInfo& info) {
-  std::vector<DType> out;
-  for (DType d : {DType::f32, DType::f16, DType::bf16})
-    if (std::any_of(info.dtypes.begin(), info.dtypes.end(),
-                    [&](const DLDataType& t) { return same(t, to_dl(d)); }))
-      out.push_back(d);
-  return out;
-}
-
-// Whether the op can run on the target's device at all (CUDA: compute capability).
-bool serves(const OpInfo& info, const Target& target) {
-  const OpInfo::Device* d = device_caps(info, target.device.device_type);
-  if (d == nullptr) return false;
-  if (target.device.device_type == kDLCUDA && d->min_compute_capability > 0)
-    return cuda_compute_capability(target.device.device_id) >= d->min_compute_capability;
-  return true;
-}
-
-// The dtype combination of a case: weight, bias and states each x's dtype or f32. Varied
-// across cases (the knobs are seeded by the case name) rather than crossed in full.
-struct Dtypes {
-  DType weight, bias, state;
-};
-Dtypes pick_dtypes(DType x, Random& knobs) {
-  if (x == DType::f32) return {x, x, x};
-  const DType w = knobs.coin() ? x : DType::f32;
-  const DType b = knobs.coin(0.75) ? w : (w == x ? DType::f32 : x);
-  const DType s = knobs.coin() ? x : DType::f32;
-  return {w, b, s};
-}
-
-int64_t pick_pad(Random& knobs) {
-  const int64_t r = knobs.integer(0, 9);
-  return r < 7 ? -1 : r < 9 ? -7 : 1000000;
-}
-
-// Lengths 0, 1, W-2, W-1, W, chunk edges 63..65 and 127..129, one long, in a random
-// order; two padded sequences among them when there are cache indices.
-void pick_lengths(VarlenConfig& c, Random& knobs) {
-  const auto W = static_cast<int32_t>(c.width);
-  std::vector<int32_t> lengths{0,  1,  W - 2, W - 1, W,   63,
-                               64, 65, 127,   128,   129, static_cast<int32_t>(knobs.integer(280, 320))};
-  knobs.shuffle(lengths);
-  std::vector<uint8_t> padded(lengths.size(), 0);
-  if (!c.identity_indices) {
-    for (int32_t len : {3, 70}) {
-      const auto at = static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(lengths.size())));
-      lengths.insert(lengths.begin() + static_cast<std::ptrdiff_t>(at), len);
-      padded.insert(padded.begin() + static_cast<std::ptrdiff_t>(at), 1);
-    }
-  }
-  c.lengths = std::move(lengths);
-  c.padded = std::move(padded);
-}
-
-VarlenConfig varlen_config(DType x, int64_t width, Layout layout, bool bias, reference::Act act, bool init,
-                           Random& knobs) {
-  VarlenConfig c;
-  c.x = x;
-  const auto d = pick_dtypes(x, knobs);
-  c.weight = d.weight;
-  c.bias = d.bias;
-  c.state = d.state;
-  c.width = width;
-  c.dim = std::vector<int64_t>{16, 13, 24, 8}[static_cast<size_t>(knobs.integer(0, 3))];
-  c.state_len = knobs.coin(0.6) ? width - 1 : width - 1 + knobs.integer(1, 3);
-  c.layout = layout;
-  c.has_bias = bias;
-  c.act = act;
-  c.init = init ? VarlenConfig::Init::mixed
-                : (knobs.coin() ? VarlenConfig::Init::none_tensor : VarlenConfig::Init::all_false);
-  c.identity_indices = knobs.coin(0.2);
-  c.pad_slot_id = pick_pad(knobs);
-  c.state_layout = static_cast<StateLayout>(knobs.integer(0, 2));
-  c.row_padding = knobs.coin() ? 0 : 5;
-  c.byte_offset = knobs.coin(0.25);
-  pick_lengths(c, knobs);
-  return c;
-}
-
-UpdateConfig update_config(DType x, int64_t width, int64_t tokens, Layout layout, bool bias,
-                           reference::Act act, bool circular, Random& knobs) {
-  UpdateConfig c;
-  c.x = x;
-  const auto d = pick_dtypes(x, knobs);
-  c.weight = d.weight;
-  c.bias = d.bias;
-  c.state = d.state;
-  c.width = width;
-  c.dim = std::vector<int64_t>{16, 13, 24, 8}[static_cast<size_t>(knobs.integer(0, 3))];
-  c.state_len = knobs.coin(0.6) ? width - 1 : width - 1 + knobs.integer(1, 3);
-  c.tokens = tokens;
-  c.three_d = tokens > 1 || knobs.coin(0.25);
-  c.layout = layout;
-  c.row_padding = knobs.coin() ? 0 : 6;
-  c.has_bias = bias;
-  c.act = act;
-  c.circular = circular;
-  c.identity_indices = knobs.coin(0.2);
-  c.batch = knobs.integer(5, 8);
-  c.padded.assign(static_cast<size_t>(c.batch), 0);
-  if (!c.identity_indices) {
-    c.padded[static_cast<size_t>(knobs.integer(0, c.batch - 1))] = 1;
-    c.padded[static_cast<size_t>(knobs.integer(0, c.batch - 1))] = 1;
-  }
-  c.pad_slot_id = pick_pad(knobs);
-  c.state_layout = static_cast<StateLayout>(knobs.integer(0, 2));
-  return c;
-}
-
-std::string layout_name(Layout l) { return to_string(l); }
-
-void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& target) {
-  const std::string op = DK_OP_CAUSAL_CONV1D_VARLEN;
-  const auto dtypes = dtypes_of(info);
-  for (DType x : dtypes)
-    for (int64_t w : widths_of(info))
-      for (Layout layout : info.layouts)
-        for (bool bias : {true, false})
-          for (auto act : {reference::Act::none, reference::Act::silu})
-            for (bool init : {true, false}) {
-              const std::string name = std::string(name_of(x)) + "/w" + std::to_string(w) + "/" +
-                                       layout_name(layout) + "/" + (bias ? "bias" : "nobias") + "/" +
-                                       act_name(act) + "/" + (init ? "init" : "noinit");
-              Random knobs(op + "/" + name + "#knobs");
-              const auto cfg = varlen_config(x, w, layout, bias, act, init, knobs);
-              out.push_back({op, name, [cfg, seed = op + "/" + name](Runtime& rt, const Target& t) {
-                               return run_varlen(rt, t, cfg, Mode::host_and_derived, seed);
-                             }});
-            }
-  if (dtypes.empty()) return;
-  // Every sequence empty: T = 0, yet states of sequences without an initial state become zeros.
-  {
-    const std::string name = std::string("edge/all_empty/") + name_of(dtypes.front());
-    Random knobs(op + "/" + name + "#knobs");
-    auto cfg = varlen_config(dtypes.front(), widths_of(info).back(), info.layouts.front(), true,
-                             reference::Act::silu, true, knobs);
-    cfg.lengths = {0, 0, 0, 0};
-    cfg.padded = {0, 1, 0, 0};
-    cfg.identity_indices = false;
-    out.push_back({op, name, [cfg, seed = op + "/" + name](Runtime& rt, const Target& t) {
-                     return run_varlen(rt, t, cfg, Mode::host_and_derived, seed);
-                   }});
-  }
-  if (target.device.device_type != kDLCUDA) return;
-  const OpInfo::Device* dev = device_caps(info, kDLCUDA);
-  const int64_t w = std::min<int64_t>(widths_of(info).back(), 4);
-  for (DType x : dtypes) {
-    for (Mode mode : {Mode::graph_replay, Mode::gate}) {
-      if (mode == Mode::graph_replay && !dev->graph_capturable) continue;
-      const std::string name = std::string(mode == Mode::gate ? "cuda_gate/" : "cuda_graph/") + name_of(x) +
-                               "/w" + std::to_string(w);
-      Random knobs(op + "/" + name + "#knobs");
-      const auto cfg = varlen_config(x, w, info.layouts.front(), true, reference::Act::silu, true, knobs);
-      out.push_back({op, name, [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
-                       return run_varlen(rt, t, cfg, mode, seed);
-                     }});
-    }
-  }
-}
-
-void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& target) {
-  const std::string op = DK_OP_CAUSAL_CONV1D_UPDATE;
-  const auto dtypes = dtypes_of(info);
-  // x forms: (batch, D) with one token; (batch, D, 3) in each declared layout.
-  std::vector<std::pair<int64_t, Layout>> forms{{1, Layout::time_contiguous}};
-  for (Layout l : info.layouts) forms.emplace_back(3, l);
-  for (DType x : dtypes)
-    for (int64_t w : widths_of(info))
-      for (const auto& [tq, layout] : forms)
-        for (bool bias : {true, false})
-          for (auto act : {reference::Act::none, reference::Act::silu})
-            for (bool circular : {false, true}) {
-              const std::string form =
-                  tq == 1 ? "tq1" : "tq" + std::to_string(tq) + "/" + layout_name(layout);
-              const std::string name = std::string(name_of(x)) + "/w" + std::to_string(w) + "/" + form + "/" +
-                                       (bias ? "bias" : "nobias") + "/" + act_name(act) + "/" +
-                                       (circular ? "circular" : "shift");
-              Random knobs(op + "/" + name + "#knobs");
-              const auto cfg = update_config(x, w, tq, layout, bias, act, circular, knobs);
-              out.push_back({op, name, [cfg, seed = op + "/" + name](Runtime& rt, const Target& t) {
-                               return run_update(rt, t, cfg, Mode::host_and_derived, seed);
-                             }});
-            }
-  if (target.device.device_type != kDLCUDA) return;
-  const OpInfo::Device* dev = device_caps(info, kDLCUDA);
-  const int64_t w = std::min<int64_t>(widths_of(info).back(), 4);
-  for (DType x : dtypes)
-    for (Mode mode : {Mode::graph_replay, Mode::gate}) {
-      if (mode == Mode::graph_replay && !dev->graph_capturable) continue;
-      const std::string name = std::string(mode == Mode::gate ? "cuda_gate/" : "cuda_graph/") + name_of(x) +
-                               "/w" + std::to_string(w);
-      Random knobs(op + "/" + name + "#knobs");
-      const auto cfg =
-          update_config(x, w, 1, Layout::time_contiguous, true, reference::Act::silu, false, knobs);
-      out.push_back({op, name, [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
-                       return run_update(rt, t, cfg, mode, seed);
-                     }});
-    }
-}
-
-void add_contract_cases(std::vector<Case>& out, const std::vector<const OpInfo*>& ops) {
-  for (const OpInfo* info : ops) {
-    out.push_back({"contract", info->name + "/declaration",
-                   [op = info->name](Runtime& rt, const Target& t) { return check_declaration(rt, t, op); }});
-  }
-  const OpInfo* varlen = nullptr;
-  const OpInfo* update = nullptr;
-  for (const OpInfo* info : ops) {
-    if (info->name == DK_OP_CAUSAL_CONV1D_VARLEN) varlen = info;
-    if (info->name == DK_OP_CAUSAL_CONV1D_UPDATE) update = info;
-  }
-  if (varlen == nullptr || update == nullptr) return;
-  const auto vt = dtypes_of(*varlen), ut = dtypes_of(*update);
-  const auto vw = widths_of(*varlen), uw = widths_of(*update);
-  for (DType x : vt) {
-    if (std::find(ut.begin(), ut.end(), x) == ut.end()) continue;
-    for (int64_t w : vw) {
-      if (std::find(uw.begin(), uw.end(), w) == uw.end()) continue;
-      for (bool circular : {false, true}) {
-        const std::string name = std::string("prefill_then_updates/") + name_of(x) + "/w" +
-                                 std::to_string(w) + "/" + (circular ? "circular" : "shift");
-        Random knobs("contract/" + name + "#knobs");
-        SequenceConfig sc;
-        sc.x = x;
-        const auto d = pick_dtypes(x, knobs);
-        sc.weight = d.weight;
-        sc.bias = d.bias;
-        sc.state = d.state;
-        sc.width = w;
-        sc.circular = circular;
-        sc.act = knobs.coin() ? reference::Act::silu : reference::Act::none;
-        out.push_back({"contract", name, [sc, seed = "contract/" + name](Runtime& rt, const Target& t) {
-                         return run_prefill_then_updates(rt, t, sc, seed);
-                       }});
-      }
-    }
-  }
-}
-
-}  // namespace
-
 const char* to_string(Tier tier) {
   switch (tier) {
     case Tier::quick:
@@ -305,8 +53,18 @@ std::optional<Tier> tier_from_string(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+std::vector<const OpInfo*> served_ops(const PluginInfo& plugin, const Target& target) {
+  std::vector<const OpInfo*> served;
+  for (const auto& op : plugin.ops)
+    if (serves(op, target)) served.push_back(&op);
+  return served;
+}
+
+}  // namespace
+
 std::vector<Case> cases(const Runtime& runtime, const Target& target, const SuiteOptions& options) {
-  (void)options;
   std::vector<Case> out;
   const PluginInfo* plugin = runtime.plugin(target.backend);
   if (plugin == nullptr) {
@@ -315,62 +73,25 @@ std::vector<Case> cases(const Runtime& runtime, const Target& target, const Suit
                    }});
     return out;
   }
-  std::vector<const OpInfo*> served;
-  for (const auto& op : plugin->ops)
-    if (serves(op, target)) served.push_back(&op);
-  add_contract_cases(out, served);
+  const auto served = served_ops(*plugin, target);
+  add_contract_cases(out, served, options);
   for (const OpInfo* op : served) {
-    if (op->name == DK_OP_CAUSAL_CONV1D_VARLEN) add_varlen_cases(out, *op, target);
-    if (op->name == DK_OP_CAUSAL_CONV1D_UPDATE) add_update_cases(out, *op, target);
+    if (op->name == DK_OP_CAUSAL_CONV1D_VARLEN) add_varlen_cases(out, *op, target, options);
+    if (op->name == DK_OP_CAUSAL_CONV1D_UPDATE) add_update_cases(out, *op, target, options);
+    add_out_of_range_cases(out, *op, target, options);
+    add_size_cases(out, *op, target, options);
   }
   return out;
 }
 
 Case sweep_case(const Runtime& runtime, const Target& target, const SuiteOptions& options, uint64_t k) {
-  const std::string name = "sweep/" + std::to_string(options.seed) + "/" + std::to_string(k);
   const PluginInfo* plugin = runtime.plugin(target.backend);
   std::vector<const OpInfo*> served;
   if (plugin != nullptr)
-    for (const auto& op : plugin->ops)
-      if (serves(op, target) &&
-          (op.name == DK_OP_CAUSAL_CONV1D_VARLEN || op.name == DK_OP_CAUSAL_CONV1D_UPDATE))
-        served.push_back(&op);
-  if (served.empty())
-    return {"contract", name,
-            [](Runtime&, const Target& t) { return "backend '" + t.backend + "' serves no op here"; }};
-  Random knobs(name + "#knobs");
-  const OpInfo& info =
-      *served[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(served.size()) - 1))];
-  const auto dtypes = dtypes_of(info);
-  const auto widths = widths_of(info);
-  const DType x = dtypes[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(dtypes.size()) - 1))];
-  const int64_t w = widths[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(widths.size()) - 1))];
-  const Layout layout =
-      info.layouts[static_cast<size_t>(knobs.integer(0, static_cast<int64_t>(info.layouts.size()) - 1))];
-  const bool bias = knobs.coin();
-  const auto act = knobs.coin() ? reference::Act::silu : reference::Act::none;
-  if (info.name == DK_OP_CAUSAL_CONV1D_VARLEN) {
-    auto cfg = varlen_config(x, w, layout, bias, act, knobs.coin(), knobs);
-    cfg.dim = knobs.integer(1, 96);
-    const auto n = static_cast<size_t>(knobs.integer(1, 24));
-    cfg.lengths.clear();
-    cfg.padded.clear();
-    for (size_t i = 0; i < n; ++i) {
-      cfg.lengths.push_back(
-          static_cast<int32_t>(knobs.coin(0.2) ? knobs.integer(0, 4) : knobs.integer(0, 700)));
-      cfg.padded.push_back(!cfg.identity_indices && knobs.coin(0.1));
-    }
-    return {info.name, name, [cfg, name](Runtime& rt, const Target& t) {
-              return run_varlen(rt, t, cfg, Mode::host_and_derived, name);
-            }};
-  }
-  std::vector<int64_t> tq{1, 1, 2, 3, 4};
-  const int64_t tokens = tq[static_cast<size_t>(knobs.integer(0, 4))];
-  auto cfg = update_config(x, w, tokens, layout, bias, act, knobs.coin(), knobs);
-  cfg.dim = knobs.integer(1, 96);
-  return {info.name, name, [cfg, name](Runtime& rt, const Target& t) {
-            return run_update(rt, t, cfg, Mode::host_and_derived, name);
-          }};
+    for (const OpInfo* op : served_ops(*plugin, target))
+      if (op->name == DK_OP_CAUSAL_CONV1D_VARLEN || op->name == DK_OP_CAUSAL_CONV1D_UPDATE)
+        served.push_back(op);
+  return make_sweep_case(served, options, k);
 }
 
 std::optional<Case> case_named(const Runtime& runtime, const Target& target, const SuiteOptions& options,

@@ -23,39 +23,11 @@ namespace {
 
 size_t element_size(const DLTensor& t) { return (static_cast<size_t>(t.dtype.bits) * t.dtype.lanes + 7) / 8; }
 
-// Row-major walk over the multi-index, adding strides as it goes.
-std::vector<int64_t> offsets_in_elements(const DLTensor& t) {
-  const int64_t n = numel(t);
-  std::vector<int64_t> out;
-  if (n <= 0) return out;
-  out.reserve(static_cast<size_t>(n));
-  std::vector<int64_t> idx(static_cast<size_t>(t.ndim), 0);
-  int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    out.push_back(off);
-    for (int d = t.ndim - 1; d >= 0; --d) {
-      const auto ud = static_cast<size_t>(d);
-      if (++idx[ud] < t.shape[d]) {
-        off += stride(t, d);
-        break;
-      }
-      off -= stride(t, d) * (t.shape[d] - 1);
-      idx[ud] = 0;
-    }
-  }
-  return out;
-}
-
-// Copies the bytes the view spans to the host; `base` receives the first one's offset.
-std::vector<std::byte> fetch_span(const DLTensor& t, const std::vector<int64_t>& offsets, int64_t& base) {
-  base = 0;
-  if (offsets.empty()) return {};
-  const auto [lo, hi] = std::minmax_element(offsets.begin(), offsets.end());
-  base = *lo;
-  const size_t bytes = static_cast<size_t>(*hi - *lo) + element_size(t);
-  std::vector<std::byte> host(bytes);
-  copy_to_host(t.device, host.data(), static_cast<const char*>(t.data) + t.byte_offset + base, bytes);
-  return host;
+std::vector<int64_t> shape_of(const DLTensor& t) { return {t.shape, t.shape + t.ndim}; }
+std::vector<int64_t> strides_of(const DLTensor& t) {
+  std::vector<int64_t> s(static_cast<size_t>(t.ndim));
+  for (int d = 0; d < t.ndim; ++d) s[static_cast<size_t>(d)] = stride(t, d);
+  return s;
 }
 
 uint32_t load_bits(const std::byte* p, size_t size) {
@@ -81,37 +53,99 @@ void store_bits(std::byte* p, size_t size, uint32_t v) {
 
 }  // namespace
 
-std::vector<int64_t> element_byte_offsets(const DLTensor& t) {
-  auto offs = offsets_in_elements(t);
-  const auto size = static_cast<int64_t>(element_size(t));
-  for (auto& o : offs) o *= size;
-  return offs;
-}
-
 AddressRange address_range(const DLTensor& t) {
-  const auto offs = element_byte_offsets(t);
-  if (offs.empty()) return {};
-  const auto [lo, hi] = std::minmax_element(offs.begin(), offs.end());
+  if (numel(t) <= 0) return {};
+  int64_t lo = 0, hi = 0;  // element offsets of the lowest and highest element
+  for (int d = 0; d < t.ndim; ++d) {
+    const int64_t reach = stride(t, d) * (t.shape[d] - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const auto size = static_cast<int64_t>(element_size(t));
   const auto base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
-  return {base + static_cast<uintptr_t>(*lo), base + static_cast<uintptr_t>(*hi) + element_size(t)};
+  return {base + static_cast<uintptr_t>(lo * size), base + static_cast<uintptr_t>(hi * size + size)};
 }
 
-std::vector<uint32_t> read_bits(const DLTensor& t) {
-  const auto offs = element_byte_offsets(t);
-  int64_t base = 0;
-  const auto host = fetch_span(t, offs, base);
-  const size_t size = element_size(t);
-  std::vector<uint32_t> bits;
-  bits.reserve(offs.size());
-  for (int64_t o : offs) bits.push_back(load_bits(host.data() + (o - base), size));
-  return bits;
+HostImage::HostImage(std::vector<std::byte> bytes, int64_t base, DType dtype, std::vector<int64_t> shape,
+                     std::vector<int64_t> strides)
+    : owned_(std::move(bytes)),
+      data_(owned_.data()),
+      bytes_size_(owned_.size()),
+      base_(base),
+      size_(size_of(dtype)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)) {
+  numel_ = 1;
+  for (int64_t s : shape_) numel_ *= s;
 }
+
+HostImage HostImage::view(const std::vector<std::byte>& bytes, int64_t base, DType dtype,
+                          std::vector<int64_t> shape, std::vector<int64_t> strides) {
+  HostImage image({}, base, dtype, std::move(shape), std::move(strides));
+  image.data_ = bytes.data();
+  image.bytes_size_ = bytes.size();
+  return image;
+}
+
+HostImage::HostImage(const HostImage& other) { *this = other; }
+
+HostImage& HostImage::operator=(const HostImage& other) {
+  if (this == &other) return *this;
+  const bool is_view = other.data_ != other.owned_.data();
+  owned_ = other.owned_;
+  data_ = is_view ? other.data_ : owned_.data();
+  bytes_size_ = other.bytes_size_;
+  base_ = other.base_;
+  numel_ = other.numel_;
+  size_ = other.size_;
+  dtype_ = other.dtype_;
+  shape_ = other.shape_;
+  strides_ = other.strides_;
+  return *this;
+}
+
+int64_t HostImage::offset_of(int64_t linear) const {
+  int64_t off = 0;
+  for (size_t d = shape_.size(); d-- > 0;) {
+    const int64_t extent = std::max<int64_t>(shape_[d], 1);
+    off += (linear % extent) * strides_[d];
+    linear /= extent;
+  }
+  return base_ + off * static_cast<int64_t>(size_);
+}
+
+uint32_t HostImage::bits_at(int64_t i0, int64_t i1, int64_t i2) const {
+  const int64_t idx[3] = {i0, i1, i2};
+  int64_t off = 0;
+  for (size_t d = 0; d < shape_.size() && d < 3; ++d) off += idx[d] * strides_[d];
+  return bits_at_offset(base_ + off * static_cast<int64_t>(size_));
+}
+
+std::vector<uint32_t> HostImage::all_bits() const {
+  std::vector<uint32_t> out(static_cast<size_t>(std::max<int64_t>(numel_, 0)));
+  const auto size = static_cast<int64_t>(size_);
+  for_each_element(shape_, strides_, [&](int64_t linear, int64_t off) {
+    out[static_cast<size_t>(linear)] = load_bits(data_ + base_ + off * size, size_);
+  });
+  return out;
+}
+
+HostImage image_of(const DLTensor& t) {
+  const DType dtype = from_dl(t.dtype);
+  const AddressRange r = address_range(t);
+  std::vector<std::byte> host(r.hi - r.lo);
+  if (!host.empty()) copy_to_host(t.device, host.data(), reinterpret_cast<const void*>(r.lo), host.size());
+  const auto first = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+  return HostImage(std::move(host), static_cast<int64_t>(first - r.lo), dtype, shape_of(t), strides_of(t));
+}
+
+std::vector<uint32_t> read_bits(const DLTensor& t) { return image_of(t).all_bits(); }
 
 std::vector<double> read_values(const DLTensor& t) {
-  const DType dtype = from_dl(t.dtype);
-  const auto bits = read_bits(t);
-  std::vector<double> values(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i) values[i] = decode(dtype, bits[i]);
+  const HostImage image = image_of(t);
+  std::vector<double> values(static_cast<size_t>(std::max<int64_t>(image.numel(), 0)));
+  const auto bits = image.all_bits();
+  for (size_t i = 0; i < values.size(); ++i) values[i] = decode(image.dtype(), bits[i]);
   return values;
 }
 
@@ -186,11 +220,27 @@ void TensorBuf::bind() noexcept {
 
 int64_t TensorBuf::numel() const { return conformance::numel(dl_); }
 
-std::vector<int64_t> TensorBuf::alloc_offsets() const {
-  auto offs = element_byte_offsets(dl_);
-  const auto base = static_cast<int64_t>(offset_ * static_cast<int64_t>(size_of(dtype_)));
-  for (auto& o : offs) o += base;
-  return offs;
+std::optional<int64_t> TensorBuf::element_at_byte(size_t byte) const {
+  const auto size = static_cast<int64_t>(size_of(dtype_));
+  int64_t rest = static_cast<int64_t>(byte) - base_bytes();
+  if (rest < 0) return std::nullopt;
+  rest /= size;
+  // The suite's layouts nest (each stride spans the dimensions below it), so the element is
+  // found by dividing by the strides from the largest down.
+  std::vector<size_t> order;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (shape_[d] > 1) order.push_back(d);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides_[a] > strides_[b]; });
+  std::vector<int64_t> idx(shape_.size(), 0);
+  for (size_t d : order) {
+    idx[d] = rest / strides_[d];
+    if (idx[d] >= shape_[d]) return std::nullopt;
+    rest -= idx[d] * strides_[d];
+  }
+  if (rest != 0) return std::nullopt;
+  int64_t linear = 0;
+  for (size_t d = 0; d < shape_.size(); ++d) linear = linear * shape_[d] + idx[d];
+  return linear;
 }
 
 std::vector<std::byte> TensorBuf::bytes() const {
@@ -204,18 +254,51 @@ void TensorBuf::set_bytes(std::span<const std::byte> bytes) {
   copy_from_host(device_, memory_.get(), bytes.data(), bytes.size());
 }
 
-void TensorBuf::set_bits(std::span<const uint32_t> bits) {
-  const auto offs = alloc_offsets();
-  if (bits.size() != offs.size()) throw std::logic_error("TensorBuf::set_bits: element count mismatch");
+HostImage TensorBuf::image() const { return HostImage(bytes(), base_bytes(), dtype_, shape_, strides_); }
+
+HostImage TensorBuf::view_of(const std::vector<std::byte>& bytes) const {
+  if (bytes.size() != memory_.size()) throw std::logic_error("TensorBuf::view_of: size mismatch");
+  return HostImage::view(bytes, base_bytes(), dtype_, shape_, strides_);
+}
+
+void TensorBuf::copy_elements(std::vector<std::byte>& image, const std::vector<std::byte>& from,
+                              const std::function<bool(int64_t linear)>& keep) const {
+  const auto size = static_cast<int64_t>(size_of(dtype_));
+  const int64_t base = base_bytes();
+  for_each_element(shape_, strides_, [&](int64_t linear, int64_t off) {
+    if (!keep(linear)) return;
+    const auto at = static_cast<size_t>(base + off * size);
+    std::memcpy(image.data() + at, from.data() + at, static_cast<size_t>(size));
+  });
+}
+
+void TensorBuf::fill(const std::function<uint32_t(int64_t linear)>& bits_of) {
+  const size_t size = size_of(dtype_);
+  const int64_t base = base_bytes();
+  const auto write = [&](std::byte* image) {
+    for_each_element(shape_, strides_, [&](int64_t linear, int64_t off) {
+      store_bits(image + base + off * static_cast<int64_t>(size), size, bits_of(linear));
+    });
+  };
+  if (device_.device_type == kDLCPU) {  // host memory already: written where it lies
+    write(static_cast<std::byte*>(memory_.get()));
+    return;
+  }
   auto host = bytes();
-  for (size_t i = 0; i < offs.size(); ++i) store_bits(host.data() + offs[i], size_of(dtype_), bits[i]);
+  write(host.data());
   set_bytes(host);
 }
 
+void TensorBuf::set_bits(std::span<const uint32_t> bits) {
+  if (static_cast<int64_t>(bits.size()) != std::max<int64_t>(numel(), 0))
+    throw std::logic_error("TensorBuf::set_bits: element count mismatch");
+  fill([&](int64_t linear) { return bits[static_cast<size_t>(linear)]; });
+}
+
 void TensorBuf::set_values(std::span<const double> values) {
-  std::vector<uint32_t> bits(values.size());
-  for (size_t i = 0; i < values.size(); ++i) bits[i] = encode(dtype_, values[i]);
-  set_bits(bits);
+  if (static_cast<int64_t>(values.size()) != std::max<int64_t>(numel(), 0))
+    throw std::logic_error("TensorBuf::set_values: element count mismatch");
+  fill([&](int64_t linear) { return encode(dtype_, values[static_cast<size_t>(linear)]); });
 }
 
 }  // namespace deltakern::conformance

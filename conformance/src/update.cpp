@@ -1,6 +1,7 @@
 #include "update.hpp"
 
 #include "compare.hpp"
+#include "sample.hpp"
 
 #include <numeric>
 
@@ -27,15 +28,10 @@ TensorBuf make_x(DLDevice device, const UpdateConfig& c) {
   return TensorBuf(device, c.x, {B, D, Tq}, {D * Tq, Tq, 1}, 0, 2);
 }
 
-std::vector<int64_t> state_strides(StateLayout layout, int64_t D, int64_t S) {
-  switch (layout) {
-    case StateLayout::padded_lines:
-      return {D * S + 3, S, 1};
-    case StateLayout::channel_minor:
-      return {D * S, 1, D};
-    default:
-      return {D * S, S, 1};
-  }
+TensorBuf make_states(DLDevice device, const UpdateConfig& c) {
+  const auto strides = state_strides(c.state_layout, c.dim, c.state_len);
+  const int64_t margin = c.margin_lines * strides[0];
+  return TensorBuf(device, c.state, {c.lines(), c.dim, c.state_len}, strides, margin, 3 + margin);
 }
 
 std::optional<TensorBuf> make_optional(bool present, DLDevice device, DType dtype,
@@ -49,7 +45,7 @@ std::optional<TensorBuf> make_optional(bool present, DLDevice device, DType dtyp
 UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& c, Random& rng) {
   const int64_t B = c.batch, D = c.dim, S = c.state_len, lines = c.lines();
   UpdateInputs in{make_x(device, c),
-                  TensorBuf(device, c.state, {lines, D, S}, state_strides(c.state_layout, D, S), 0, 3),
+                  make_states(device, c),
                   TensorBuf::compact(device, c.weight, {D, c.width}),
                   make_optional(c.has_bias, device, c.bias, {D}),
                   make_optional(!c.identity_indices, device, DType::i32, {B}),
@@ -65,6 +61,7 @@ UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& c, Random& 
     in.indices.push_back(!c.fixed_indices.empty() ? c.fixed_indices[ub]
                          : padded                 ? static_cast<int32_t>(c.pad_slot_id)
                                                   : pool[ub]);
+    if (!c.out_of_range.empty() && c.out_of_range[ub] != 0) in.indices.back() = c.out_of_range[ub];
     // Circular positions: below W-1 (the history wraps), within one lap, and several laps on.
     if (c.circular) in.seqlens.push_back(static_cast<int32_t>(b == 0 ? 0 : rng.integer(0, 4 * S + 3)));
   }
@@ -78,39 +75,18 @@ UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& c, Random& 
 
 void refill_update_inputs(UpdateInputs& in, const UpdateConfig& c, Random& rng) {
   const int64_t D = c.dim, S = c.state_len, lines = c.lines();
-  in.x.set_values(rng.values(static_cast<size_t>(in.x.numel())));
-  in.weight.set_values(rng.values(static_cast<size_t>(in.weight.numel()), 0.5));
-  if (in.bias) in.bias->set_values(rng.values(static_cast<size_t>(D), 0.5));
+  BulkValues bulk(rng);
+  in.x.fill([&](int64_t) { return encode(c.x, bulk.value()); });
+  in.weight.fill([&](int64_t) { return encode(c.weight, bulk.value(0.5)); });
+  if (in.bias) in.bias->fill([&](int64_t) { return encode(c.bias, bulk.value(0.5)); });
   std::vector<uint8_t> read(static_cast<size_t>(lines), 0);
   for (int32_t line : in.indices)
-    if (line != c.pad_slot_id) read[static_cast<size_t>(line)] = 1;
-  std::vector<uint32_t> bits(static_cast<size_t>(lines * D * S));
-  for (size_t i = 0; i < bits.size(); ++i) {
-    const size_t line = i / static_cast<size_t>(D * S);
-    bits[i] = read[line] ? encode(c.state, rng.value()) : nan_garbage(c.state, i + 31 * line);
-  }
-  in.states.set_bits(bits);
-}
-
-reference::UpdateResult update_reference(const UpdateInputs& in, const UpdateConfig& c) {
-  const auto x = in.x.values(), s = in.states.values(), w = in.weight.values();
-  const auto bias = in.bias ? in.bias->values() : std::vector<double>{};
-  reference::UpdateProblem p;
-  p.batch = c.batch;
-  p.dim = c.dim;
-  p.tokens = c.tokens;
-  p.width = c.width;
-  p.state_len = c.state_len;
-  p.lines = c.lines();
-  p.x = x;
-  p.states = s;
-  p.weight = w;
-  p.bias = bias;
-  if (!c.identity_indices) p.state_indices = in.indices;
-  if (c.circular) p.cache_seqlens = in.seqlens;
-  p.act = c.act;
-  p.pad_slot_id = c.pad_slot_id;
-  return reference::causal_conv1d_update(p);
+    if (line != c.pad_slot_id && line >= 0 && line < lines) read[static_cast<size_t>(line)] = 1;
+  in.states.fill([&](int64_t i) {
+    const auto line = static_cast<size_t>(i / (D * S));
+    return read[line] ? encode(c.state, bulk.value())
+                      : nan_garbage(c.state, static_cast<uint64_t>(i) + 31 * line);
+  });
 }
 
 CausalConv1dUpdateArgs update_args(const UpdateInputs& in, const UpdateConfig& c, void* stream) {
@@ -128,19 +104,47 @@ CausalConv1dUpdateArgs update_args(const UpdateInputs& in, const UpdateConfig& c
   return a;
 }
 
-UpdateBefore capture(UpdateInputs& in) {
-  const auto args = in.args();
-  return {snapshot(args), in.x.bits()};
+UpdateBefore capture(UpdateInputs& in, const UpdateConfig& c) {
+  UpdateBefore b;
+  b.bytes = snapshot(in.args());
+  b.x = in.x.view_of(b.bytes[0]);
+  b.states = in.states.view_of(b.bytes[1]);
+  b.weight = in.weight.view_of(b.bytes[2]);
+  if (in.bias) b.bias = in.bias->view_of(b.bytes[3]);
+  reference::UpdateProblem p;
+  p.batch = c.batch;
+  p.dim = c.dim;
+  p.tokens = c.tokens;
+  p.width = c.width;
+  p.state_len = c.state_len;
+  p.lines = c.lines();
+  const HostImage* x = &b.x;
+  const HostImage* s = &b.states;
+  const HostImage* w = &b.weight;
+  p.x = [x](int64_t row, int64_t d, int64_t t) { return x->value_at(row, d, t); };
+  p.states = [s](int64_t line, int64_t d, int64_t i) { return s->value_at(line, d, i); };
+  p.weight = [w](int64_t d, int64_t k) { return w->value_at(d, k); };
+  if (b.bias) {
+    const HostImage* bias = &*b.bias;
+    p.bias = [bias](int64_t d) { return bias->value_at(d); };
+  }
+  if (!c.identity_indices) p.state_indices = in.indices;
+  if (c.circular) p.cache_seqlens = in.seqlens;
+  p.act = c.act;
+  p.pad_slot_id = c.pad_slot_id;
+  b.ref.emplace(std::move(p));
+  return b;
 }
 
 std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfig& c,
-                         const UpdateBefore& before, const reference::UpdateResult& ref,
-                         const Tensor& result) {
+                         const UpdateBefore& before, const Tensor& result, uint64_t call,
+                         std::string_view seed) {
   const auto args = in.args();
-  if (auto m = check_result(info, result, in.x, args); !m.empty()) return m;
+  if (auto m = check_result(info, result, in.x, args, call); !m.empty()) return m;
   if (auto m = check_guards(args); !m.empty()) return m;
   if (auto m = check_unannotated(info, args, before.bytes); !m.empty()) return m;
 
+  const reference::Update& ref = *before.ref;
   const int64_t B = c.batch, D = c.dim, Tq = c.tokens, S = c.state_len;
   const Describe out_at = [&](int64_t i) {
     const int64_t b = i / (D * Tq), d = (i / Tq) % D, t = i % Tq;
@@ -150,46 +154,59 @@ std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfi
     if (c.circular) s += ", cache_seqlens " + std::to_string(in.seqlens[static_cast<size_t>(b)]);
     return s + ")";
   };
-  std::vector<uint8_t> live(static_cast<size_t>(B * D * Tq)), dead(live.size());
-  for (size_t i = 0; i < live.size(); ++i) {
-    live[i] = ref.row_live[i / static_cast<size_t>(D * Tq)];
-    dead[i] = !live[i];
-  }
+  const auto live = [&](int64_t i) { return ref.row_live(i / (D * Tq)); };
   if (is_mutated(info, "x")) {
-    if (auto m = check_changes_only_in(args[0], before.bytes[0], live, out_at); !m.empty())
-      return m + " (a padded row)";
+    if (auto m = check_changes_only_in(args[0], before.bytes[0], in.x.bytes(), live, out_at); !m.empty())
+      return m + " (a skipped row)";
   }
-  const auto got = read_bits(result.dl());
-  if (auto m = compare_values("output", c.x, got, ref.out, live, out_at); !m.empty()) return m;
-  if (returns_x(info)) {
-    if (auto m = compare_bits("output at padded rows (in place: x left as it was)", c.x, got, before.x_bits,
-                              dead, out_at);
-        !m.empty())
-      return m;
-  } else {
-    const std::vector<double> zeros(got.size(), 0.0);
-    if (auto m = compare_values("output at padded rows (a fresh output holds zeros there)", c.x, got, zeros,
-                                dead, out_at);
-        !m.empty())
-      return m;
-  }
-
-  const int64_t lines = c.lines(), per_line = D * S;
+  // Writes outside the lines the call may write first: the gravest fault, named as such.
+  const int64_t per_line = D * S;
   const Describe state_at = [&](int64_t i) {
     const int64_t line = i / per_line, d = (i % per_line) / S, s = i % S;
     return "[" + std::to_string(line) + ", " + std::to_string(d) + ", " + std::to_string(s) + "] (line " +
-           std::to_string(line) + (ref.line_live[static_cast<size_t>(line)] ? ", live" : ", not live") + ")";
+           std::to_string(line) + (ref.line_live()[static_cast<size_t>(line)] ? ", live" : ", not live") +
+           ")";
   };
-  std::vector<uint8_t> line_live(static_cast<size_t>(lines * per_line));
-  for (size_t i = 0; i < line_live.size(); ++i)
-    line_live[i] = ref.line_live[i / static_cast<size_t>(per_line)];
+  const auto line_live = [&](int64_t i) { return ref.line_live()[static_cast<size_t>(i / per_line)] != 0; };
+  const auto states_now = in.states.bytes();
   if (is_mutated(info, "conv_state")) {
-    if (auto m = check_changes_only_in(args[1], before.bytes[1], line_live, state_at); !m.empty()) return m;
+    if (auto m = check_changes_only_in(args[1], before.bytes[1], states_now, line_live, state_at); !m.empty())
+      return m;
   }
-  std::vector<uint32_t> expected(ref.states.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    expected[i] = line_live[i] ? encode(c.state, ref.states[i]) : 0;
-  return compare_bits("conv_state", c.state, in.states.bits(), expected, line_live, state_at);
+  // Row-major indices of the (B, D) or (B, D, Tq) result coincide with those of (B, D, Tq).
+  const HostImage got = image_of(result.dl());
+  const auto which = update_sample(c, ref, seed);
+  if (auto m = compare_outputs(
+          "output", got, c.act, which, [&](int64_t i) { return ref.out(i / (D * Tq), (i / Tq) % D, i % Tq); },
+          out_at);
+      !m.empty())
+    return m;
+  // Skipped rows (padded, out of range): x as it was in place, zeros in a fresh output.
+  const bool in_place = returns_x(info);
+  for (int64_t b = 0; b < B; ++b) {
+    if (ref.row_live(b)) continue;
+    for (int64_t k = 0; k < D * Tq; ++k) {
+      const int64_t i = b * D * Tq + k;
+      const uint32_t bits = got.bits(i);
+      const uint32_t expected = in_place ? before.x.bits(i) : encode(c.x, 0.0);
+      if (bits == expected || (!in_place && decode(c.x, bits) == 0.0)) continue;
+      return std::string(in_place ? "output at a skipped row (in place: x left as it was)"
+                                  : "output at a skipped row (a fresh output holds zeros there)") +
+             " differs at " + out_at(i) + ": got " + format_value(decode(c.x, bits)) + " [" +
+             format_bits(c.x, bits) + "], expected " + format_value(decode(c.x, expected));
+    }
+  }
+
+  const HostImage states = in.states.view_of(states_now);
+  for (int64_t i = 0; i < states.numel(); ++i) {
+    if (!line_live(i)) continue;
+    const uint32_t expected = encode(c.state, ref.states()[static_cast<size_t>(i)]);
+    if (const uint32_t g = states.bits(i); g != expected)
+      return "conv_state differs at " + state_at(i) + ": got " + format_value(decode(c.state, g)) + " [" +
+             format_bits(c.state, g) + "], expected " + format_value(decode(c.state, expected)) + " [" +
+             format_bits(c.state, expected) + "] (bit-exact)";
+  }
+  return {};
 }
 
 }  // namespace deltakern::conformance

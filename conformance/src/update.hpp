@@ -31,8 +31,15 @@ struct UpdateConfig {
   StateLayout state_layout = StateLayout::compact;
   int64_t extra_lines = 4;
   std::vector<int32_t> fixed_indices;  // non-empty: these state indices, not random ones
+  // Per row (empty: none): an out-of-range state index to be skipped and flagged; the pool
+  // then sits inside `margin_lines` lines of slack on each side (as VarlenConfig).
+  std::vector<int32_t> out_of_range;
+  int64_t margin_lines = 0;
+  // How long after a call the arguments and results are looked at again (late writes).
+  int64_t late_write_ms = 2;
 
   int64_t lines() const { return batch + extra_lines; }
+  bool flags_errors() const { return !out_of_range.empty(); }
 };
 
 struct UpdateInputs {
@@ -45,17 +52,19 @@ struct UpdateInputs {
 
 UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& cfg, Random& rng);
 void refill_update_inputs(UpdateInputs& in, const UpdateConfig& cfg, Random& rng);
-reference::UpdateResult update_reference(const UpdateInputs& in, const UpdateConfig& cfg);
 CausalConv1dUpdateArgs update_args(const UpdateInputs& in, const UpdateConfig& cfg, void* stream);
 
+// What the inputs were before the call, and the reference computed from that.
 struct UpdateBefore {
   Snapshot bytes;
-  std::vector<uint32_t> x_bits;
+  HostImage x, states, weight;
+  std::optional<HostImage> bias;
+  std::optional<reference::Update> ref;
 };
-UpdateBefore capture(UpdateInputs& in);
+UpdateBefore capture(UpdateInputs& in, const UpdateConfig& cfg);
 
 std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfig& cfg,
-                         const UpdateBefore& before, const reference::UpdateResult& ref,
-                         const Tensor& result);
+                         const UpdateBefore& before, const Tensor& result, uint64_t call,
+                         std::string_view seed);
 
 }  // namespace deltakern::conformance

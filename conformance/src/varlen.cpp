@@ -1,6 +1,7 @@
 #include "varlen.hpp"
 
 #include "compare.hpp"
+#include "sample.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -17,6 +18,17 @@ const char* to_string(StateLayout s) {
       return "channel_minor";
   }
   return "?";
+}
+
+std::vector<int64_t> state_strides(StateLayout layout, int64_t D, int64_t S) {
+  switch (layout) {
+    case StateLayout::padded_lines:
+      return {D * S + 5, S, 1};
+    case StateLayout::channel_minor:
+      return {D * S, 1, D};
+    default:
+      return {D * S, S, 1};
+  }
 }
 
 int64_t VarlenConfig::tokens() const { return std::accumulate(lengths.begin(), lengths.end(), int64_t{0}); }
@@ -36,25 +48,22 @@ std::vector<NamedArg> VarlenInputs::args() {
 
 namespace {
 
-std::vector<int64_t> state_strides(StateLayout layout, int64_t D, int64_t S) {
-  switch (layout) {
-    case StateLayout::padded_lines:
-      return {D * S + 5, S, 1};
-    case StateLayout::channel_minor:
-      return {D * S, 1, D};
-    default:
-      return {D * S, S, 1};
-  }
-}
-
 TensorBuf make_x(DLDevice device, const VarlenConfig& c) {
   const int64_t D = c.dim, T = c.tokens();
   if (c.layout == Layout::channel_last) {
-    // The K slice of a fused QKV projection (T, 3D + 2): channels contiguous, rows longer than D.
-    const int64_t row = 3 * D + 2;
-    return TensorBuf(device, c.x, {D, T}, {1, row}, D, 2 * D, c.byte_offset);
+    // A slice of a fused projection (T, row): channels contiguous, rows longer than D. Small
+    // cases take the K slice of QKV (row 3D + 2); engine-sized ones a narrower row.
+    const int64_t row = D <= 64 ? 3 * D + 2 : D + 40;
+    return TensorBuf(device, c.x, {D, T}, {1, row}, D <= 64 ? D : 24, row - D, c.byte_offset);
   }
   return TensorBuf(device, c.x, {D, T}, {T + c.row_padding, 1}, c.byte_offset ? 8 : 0, 3, c.byte_offset);
+}
+
+TensorBuf make_states(DLDevice device, const VarlenConfig& c) {
+  const int64_t D = c.dim, S = c.state_len;
+  const auto strides = state_strides(c.state_layout, D, S);
+  const int64_t margin = c.margin_lines * strides[0];
+  return TensorBuf(device, c.state, {c.lines(), D, S}, strides, margin, 4 + margin);
 }
 
 std::optional<TensorBuf> make_optional(bool present, DLDevice device, DType dtype,
@@ -63,14 +72,19 @@ std::optional<TensorBuf> make_optional(bool present, DLDevice device, DType dtyp
   return TensorBuf::compact(device, dtype, std::move(shape));
 }
 
+bool skipped(const VarlenConfig& c, const VarlenInputs& in, size_t b) {
+  const int32_t line = in.indices[b];
+  return line == c.pad_slot_id || line < 0 || line >= c.lines();
+}
+
 }  // namespace
 
 VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& c, Random& rng) {
-  const int64_t D = c.dim, W = c.width, S = c.state_len, B = c.batch(), lines = c.lines();
+  const int64_t D = c.dim, W = c.width, B = c.batch(), lines = c.lines();
   VarlenInputs in{make_x(device, c),
                   TensorBuf::compact(device, c.weight, {D, W}),
                   make_optional(c.has_bias, device, c.bias, {D}),
-                  TensorBuf(device, c.state, {lines, D, S}, state_strides(c.state_layout, D, S), 0, 4),
+                  make_states(device, c),
                   TensorBuf::compact(device, DType::i32, {B + 1}),
                   make_optional(!c.identity_indices, device, DType::i32, {B}),
                   make_optional(c.init != VarlenConfig::Init::none_tensor, device, DType::u8, {B}),
@@ -90,6 +104,7 @@ VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& c, Random& 
     const bool padded = !c.identity_indices && ub < c.padded.size() && c.padded[ub];
     in.indices[ub] = padded ? static_cast<int32_t>(c.pad_slot_id) : pool[ub];
     if (!c.fixed_indices.empty()) in.indices[ub] = c.fixed_indices[ub];
+    if (!c.out_of_range.empty() && c.out_of_range[ub] != 0) in.indices[ub] = c.out_of_range[ub];
     if (!c.fixed_initial.empty()) {
       in.initial[ub] = c.fixed_initial[ub];
     } else if (c.init == VarlenConfig::Init::mixed && !padded) {
@@ -111,40 +126,19 @@ VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& c, Random& 
 
 void refill_varlen_inputs(VarlenInputs& in, const VarlenConfig& c, Random& rng) {
   const int64_t D = c.dim, S = c.state_len, lines = c.lines();
-  in.x.set_values(rng.values(static_cast<size_t>(in.x.numel())));
-  in.weight.set_values(rng.values(static_cast<size_t>(in.weight.numel()), 0.5));
-  if (in.bias) in.bias->set_values(rng.values(static_cast<size_t>(D), 0.5));
+  BulkValues bulk(rng);
+  in.x.fill([&](int64_t) { return encode(c.x, bulk.value()); });
+  in.weight.fill([&](int64_t) { return encode(c.weight, bulk.value(0.5)); });
+  if (in.bias) in.bias->fill([&](int64_t) { return encode(c.bias, bulk.value(0.5)); });
   // Lines the call reads hold values; every other element is NaN garbage.
   std::vector<uint8_t> read(static_cast<size_t>(lines), 0);
   for (size_t b = 0; b < in.indices.size(); ++b)
-    if (in.initial[b] && in.indices[b] != c.pad_slot_id) read[static_cast<size_t>(in.indices[b])] = 1;
-  std::vector<uint32_t> bits(static_cast<size_t>(lines * D * S));
-  for (size_t i = 0; i < bits.size(); ++i) {
-    const size_t line = i / static_cast<size_t>(D * S);
-    bits[i] = read[line] ? encode(c.state, rng.value()) : nan_garbage(c.state, i + 17 * line);
-  }
-  in.states.set_bits(bits);
-}
-
-reference::VarlenResult varlen_reference(const VarlenInputs& in, const VarlenConfig& c) {
-  const auto x = in.x.values(), w = in.weight.values(), s = in.states.values();
-  const auto bias = in.bias ? in.bias->values() : std::vector<double>{};
-  reference::VarlenProblem p;
-  p.dim = c.dim;
-  p.tokens = c.tokens();
-  p.width = c.width;
-  p.state_len = c.state_len;
-  p.lines = c.lines();
-  p.x = x;
-  p.weight = w;
-  p.bias = bias;
-  p.states = s;
-  p.query_start_loc = in.qsl;
-  if (!c.identity_indices) p.cache_indices = in.indices;
-  if (c.init != VarlenConfig::Init::none_tensor) p.has_initial_state = in.initial;
-  p.act = c.act;
-  p.pad_slot_id = c.pad_slot_id;
-  return reference::causal_conv1d_varlen(p);
+    if (in.initial[b] && !skipped(c, in, b)) read[static_cast<size_t>(in.indices[b])] = 1;
+  in.states.fill([&](int64_t i) {
+    const auto line = static_cast<size_t>(i / (D * S));
+    return read[line] ? encode(c.state, bulk.value())
+                      : nan_garbage(c.state, static_cast<uint64_t>(i) + 17 * line);
+  });
 }
 
 CausalConv1dVarlenArgs varlen_args(const VarlenInputs& in, const VarlenConfig& c,
@@ -165,59 +159,67 @@ CausalConv1dVarlenArgs varlen_args(const VarlenInputs& in, const VarlenConfig& c
   return a;
 }
 
-VarlenBefore capture(VarlenInputs& in) {
-  const auto args = in.args();
-  return {snapshot(args), in.x.bits()};
+VarlenBefore capture(VarlenInputs& in, const VarlenConfig& c) {
+  VarlenBefore b;
+  b.bytes = snapshot(in.args());
+  b.x = in.x.view_of(b.bytes[0]);
+  b.weight = in.weight.view_of(b.bytes[1]);
+  if (in.bias) b.bias = in.bias->view_of(b.bytes[2]);
+  b.states = in.states.view_of(b.bytes[3]);
+  reference::VarlenProblem p;
+  p.dim = c.dim;
+  p.tokens = c.tokens();
+  p.width = c.width;
+  p.state_len = c.state_len;
+  p.lines = c.lines();
+  const HostImage* x = &b.x;
+  const HostImage* w = &b.weight;
+  const HostImage* s = &b.states;
+  p.x = [x](int64_t d, int64_t t) { return x->value_at(d, t); };
+  p.weight = [w](int64_t d, int64_t k) { return w->value_at(d, k); };
+  if (b.bias) {
+    const HostImage* bias = &*b.bias;
+    p.bias = [bias](int64_t d) { return bias->value_at(d); };
+  }
+  p.states = [s](int64_t line, int64_t d, int64_t i) { return s->value_at(line, d, i); };
+  p.query_start_loc = in.qsl;
+  if (!c.identity_indices) p.cache_indices = in.indices;
+  if (c.init != VarlenConfig::Init::none_tensor) p.has_initial_state = in.initial;
+  p.act = c.act;
+  p.pad_slot_id = c.pad_slot_id;
+  b.ref.emplace(std::move(p));
+  return b;
 }
 
 std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfig& c,
-                         const VarlenBefore& before, const reference::VarlenResult& ref,
-                         const Tensor& result) {
+                         const VarlenBefore& before, const Tensor& result, uint64_t call,
+                         std::string_view seed) {
   const auto args = in.args();
-  if (auto m = check_result(info, result, in.x, args); !m.empty()) return m;
+  if (auto m = check_result(info, result, in.x, args, call); !m.empty()) return m;
   if (auto m = check_guards(args); !m.empty()) return m;
   if (auto m = check_unannotated(info, args, before.bytes); !m.empty()) return m;
 
+  const reference::Varlen& ref = *before.ref;
   const int64_t D = c.dim, T = c.tokens(), S = c.state_len;
-  const auto sequence_of = [&](int64_t t) {
-    return static_cast<int64_t>(std::upper_bound(in.qsl.begin(), in.qsl.end(), t) - in.qsl.begin()) - 1;
-  };
   const Describe out_at = [&](int64_t i) {
-    const int64_t d = i / T, t = i % T, b = sequence_of(t);
+    const int64_t d = i / T, t = i % T, b = ref.sequence_of(t);
     return "[" + std::to_string(d) + ", " + std::to_string(t) + "] (channel " + std::to_string(d) +
            ", sequence " + std::to_string(b) + " of length " +
            std::to_string(c.lengths[static_cast<size_t>(b)]) + ", token " +
            std::to_string(t - in.qsl[static_cast<size_t>(b)]) + ")";
   };
-  std::vector<uint8_t> live(static_cast<size_t>(D * T)), dead(static_cast<size_t>(D * T));
-  for (int64_t i = 0; i < D * T; ++i) {
-    live[static_cast<size_t>(i)] = ref.token_live[static_cast<size_t>(i % T)];
-    dead[static_cast<size_t>(i)] = !live[static_cast<size_t>(i)];
-  }
+  const std::vector<uint8_t> live_tokens = ref.live_tokens();
+  const auto live = [&](int64_t i) { return live_tokens[static_cast<size_t>(i % T)] != 0; };
 
   if (is_mutated(info, "x")) {
-    if (auto m = check_changes_only_in(args[0], before.bytes[0], live, out_at); !m.empty())
-      return m + " (a padded sequence's tokens)";
+    if (auto m = check_changes_only_in(args[0], before.bytes[0], in.x.bytes(), live, out_at); !m.empty())
+      return m + " (a skipped sequence's tokens)";
   }
-  const auto got = read_bits(result.dl());
-  if (auto m = compare_values("output", c.x, got, ref.out, live, out_at); !m.empty()) return m;
-  if (returns_x(info)) {
-    if (auto m = compare_bits("output at padded sequences (in place: x left as it was)", c.x, got,
-                              before.x_bits, dead, out_at);
-        !m.empty())
-      return m;
-  } else {
-    const std::vector<double> zeros(got.size(), 0.0);
-    if (auto m = compare_values("output at padded sequences (a fresh output holds zeros there)", c.x, got,
-                                zeros, dead, out_at);
-        !m.empty())
-      return m;
-  }
-
-  const int64_t lines = c.lines(), per_line = D * S;
-  std::vector<int64_t> sequence_of_line(static_cast<size_t>(lines), -1);
+  // Writes outside the lines the call may write first: the gravest fault, named as such.
+  const int64_t per_line = D * S;
+  std::vector<int64_t> sequence_of_line(static_cast<size_t>(c.lines()), -1);
   for (size_t b = 0; b < in.indices.size(); ++b)
-    if (in.indices[b] != c.pad_slot_id)
+    if (ref.sequence_live(static_cast<int64_t>(b)))
       sequence_of_line[static_cast<size_t>(in.indices[b])] = static_cast<int64_t>(b);
   const Describe state_at = [&](int64_t i) {
     const int64_t line = i / per_line, d = (i % per_line) / S, s = i % S;
@@ -229,16 +231,44 @@ std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfi
     return "[" + std::to_string(line) + ", " + std::to_string(d) + ", " + std::to_string(s) + "] (line " +
            std::to_string(line) + ": " + who + ")";
   };
-  std::vector<uint8_t> line_live(static_cast<size_t>(lines * per_line));
-  for (size_t i = 0; i < line_live.size(); ++i)
-    line_live[i] = ref.line_live[i / static_cast<size_t>(per_line)];
+  const auto line_live = [&](int64_t i) { return ref.line_live()[static_cast<size_t>(i / per_line)] != 0; };
+  const auto states_now = in.states.bytes();
   if (is_mutated(info, "conv_states")) {
-    if (auto m = check_changes_only_in(args[3], before.bytes[3], line_live, state_at); !m.empty()) return m;
+    if (auto m = check_changes_only_in(args[3], before.bytes[3], states_now, line_live, state_at); !m.empty())
+      return m;
   }
-  std::vector<uint32_t> expected(ref.states.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    expected[i] = line_live[i] ? encode(c.state, ref.states[i]) : 0;
-  return compare_bits("conv_states", c.state, in.states.bits(), expected, line_live, state_at);
+  const HostImage got = image_of(result.dl());
+  const auto which = varlen_sample(c, in.qsl, ref, seed);
+  if (auto m = compare_outputs(
+          "output", got, c.act, which, [&](int64_t i) { return ref.out(i / T, i % T); }, out_at);
+      !m.empty())
+    return m;
+  // Skipped sequences (padded, out of range): x as it was in place, zeros in a fresh output.
+  const bool in_place = returns_x(info);
+  for (int64_t b = 0; b < ref.batch(); ++b) {
+    if (ref.sequence_live(b)) continue;
+    for (int64_t d = 0; d < D; ++d)
+      for (int32_t t = in.qsl[static_cast<size_t>(b)]; t < in.qsl[static_cast<size_t>(b) + 1]; ++t) {
+        const uint32_t bits = got.bits_at(d, t);
+        const uint32_t expected = in_place ? before.x.bits_at(d, t) : encode(c.x, 0.0);
+        if (bits == expected || (!in_place && decode(c.x, bits) == 0.0)) continue;
+        return std::string(in_place ? "output at a skipped sequence (in place: x left as it was)"
+                                    : "output at a skipped sequence (a fresh output holds zeros there)") +
+               " differs at " + out_at(d * T + t) + ": got " + format_value(decode(c.x, bits)) + " [" +
+               format_bits(c.x, bits) + "], expected " + format_value(decode(c.x, expected));
+      }
+  }
+
+  const HostImage states = in.states.view_of(states_now);
+  for (int64_t i = 0; i < states.numel(); ++i) {
+    if (!line_live(i)) continue;
+    const uint32_t expected = encode(c.state, ref.states()[static_cast<size_t>(i)]);
+    if (const uint32_t g = states.bits(i); g != expected)
+      return "conv_states differs at " + state_at(i) + ": got " + format_value(decode(c.state, g)) + " [" +
+             format_bits(c.state, g) + "], expected " + format_value(decode(c.state, expected)) + " [" +
+             format_bits(c.state, expected) + "] (bit-exact)";
+  }
+  return {};
 }
 
 }  // namespace deltakern::conformance

@@ -18,6 +18,12 @@ namespace deltakern::conformance {
 
 enum class StateLayout { compact, padded_lines, channel_minor };
 const char* to_string(StateLayout s);
+// Strides of a (lines, D, S) pool in each layout.
+std::vector<int64_t> state_strides(StateLayout layout, int64_t D, int64_t S);
+
+// Outputs up to this many elements are compared in full; larger ones on a sample (see
+// output_sample()). Every byte is still checked for the mutation contract and the guards.
+inline constexpr int64_t kDenseElements = int64_t{1} << 22;
 
 struct VarlenConfig {
   DType x = DType::f32, weight = DType::f32, bias = DType::f32, state = DType::f32;
@@ -36,11 +42,19 @@ struct VarlenConfig {
   int64_t extra_lines = 5;             // pool lines no sequence uses
   std::vector<int32_t> fixed_indices;  // non-empty: these cache indices, not random ones
   std::vector<uint8_t> fixed_initial;  // non-empty: these has_initial_state flags
+  // Per sequence (empty: none): an out-of-range cache index instead of its line, which the
+  // backend must skip and flag (check_errors). The pool then sits inside a margin of
+  // `margin_lines` lines of slack on each side, so a write to a nearby wrong line is seen.
+  std::vector<int32_t> out_of_range;
+  int64_t margin_lines = 0;
+  // How long after a call the arguments and results are looked at again (late writes).
+  int64_t late_write_ms = 2;
 
   int64_t batch() const { return static_cast<int64_t>(lengths.size()); }
   int64_t tokens() const;
   int64_t max_len() const;
   int64_t lines() const { return batch() + extra_lines; }
+  bool flags_errors() const { return !out_of_range.empty(); }
 };
 
 // One call's tensors. Moves keep the DLTensor views valid.
@@ -61,21 +75,22 @@ VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& cfg, Random
 // New random values into the same tensors (x, weight, bias, states); metadata kept.
 void refill_varlen_inputs(VarlenInputs& in, const VarlenConfig& cfg, Random& rng);
 
-reference::VarlenResult varlen_reference(const VarlenInputs& in, const VarlenConfig& cfg);
-
 CausalConv1dVarlenArgs varlen_args(const VarlenInputs& in, const VarlenConfig& cfg,
                                    std::optional<int64_t> max_seq_len, void* stream);
 
-// What the inputs were before the call.
+// What the inputs were before the call, and the reference computed from that.
 struct VarlenBefore {
   Snapshot bytes;
-  std::vector<uint32_t> x_bits;
+  HostImage x, weight, states;
+  std::optional<HostImage> bias;
+  std::optional<reference::Varlen> ref;
 };
-VarlenBefore capture(VarlenInputs& in);
+VarlenBefore capture(VarlenInputs& in, const VarlenConfig& cfg);
 
 // Every check of one call's outcome; empty when all held. The stream must be synced.
+// `call` is the PoisonScope the call ran in; `seed` picks the sample of large outputs.
 std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfig& cfg,
-                         const VarlenBefore& before, const reference::VarlenResult& ref,
-                         const Tensor& result);
+                         const VarlenBefore& before, const Tensor& result, uint64_t call,
+                         std::string_view seed);
 
 }  // namespace deltakern::conformance
