@@ -32,8 +32,36 @@ inline constexpr const char* kUpdateFreshSchema =
     "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "
     "int pad_slot_id=-1) -> Tensor";
 
+// One defect each for the test plugins of tests/plugins/defects.cpp: every one is correct except
+// for this, and most only at the shapes engines use, so that only the full tier can see them.
+enum class Defect {
+  none,
+  // at size
+  writes_x_when_long,                    // a fresh backend that changes x when T > 2048
+  writes_past_end_when_long,             // one element past its fresh output when T >= 2048
+  skips_token_in_long_sequence,          // token 1000 of a sequence longer than 1000 never written
+  drops_initial_state_in_long_sequence,  // a sequence longer than 1000 starts from zeros
+  writes_bias_when_wide,                 // changes bias when D >= 64
+  returns_bias_at_batch1,                // update: the result in bias's memory at batch 1
+  wrong_beyond_tq3,                      // update: draft tokens 3 and on read a wrong tap
+  wrong_at_wide_channels,                // channels from 1000 on lose their bias
+  crashes_when_long,                     // SIGSEGV when T > 4096
+  // numerics
+  rounds_products_to_bf16,  // every product rounded to bf16 before it is added
+  rounds_sum_to_bf16,       // the running sum rounded to bf16 after each add
+  // clauses
+  writes_out_of_range_line,     // an out-of-range cache index used as it is, nothing flagged
+  skips_out_of_range_silently,  // skipped correctly, but never flagged
+  static_workspace,             // the fresh result in a buffer of the plugin's own
+  reuses_first_buffer,          // the first call's allocation returned by every later call
+  result_in_conv_states,        // the fresh result placed in conv_states' memory
+  late_write,                   // a thread writes into x just after run returned
+  throwing_deleter,             // the result's deleter throws
+};
+
 struct Behaviour {
   bool in_place = true;
+  Defect defect = Defect::none;
   bool also_write_x = false;     // the liar: a fresh contract that writes x anyway
   bool read_qsl_always = false;  // the liar: a read_to_host it never declares
   bool write_past_end = false;   // the liar: one element more than its fresh output holds
@@ -47,6 +75,9 @@ int32_t run_update(void* plugin, const dk_call* call, DLManagedTensor** result, 
 
 // The plugin instance is the host table itself.
 int32_t init_keep_host(const dk_host* host, void** plugin, char* error, size_t error_size);
+// Reads and clears the library's error word (an out-of-range cache index skipped sets it).
+int32_t check_errors_cpu(void* plugin, DLDevice device, void* stream, uint32_t* flags, char* msg,
+                         size_t msg_size);
 int32_t probe_cpu_only(void* plugin, int32_t device_type, char* why, size_t why_size);
 void shutdown_nothing(void* plugin);
 

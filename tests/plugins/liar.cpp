@@ -35,7 +35,7 @@ const dk_op kOps[] = {
 };
 const dk_plugin kPlugin = {
     sizeof(dk_plugin), DK_ABI_MAJOR,     DK_ABI_MINOR,    DK_LIAR_NAME, "test", init_keep_host,
-    probe_cpu_only,    shutdown_nothing, std::size(kOps), kOps,         nullptr};
+    probe_cpu_only,    shutdown_nothing, std::size(kOps), kOps,         check_errors_cpu};
 
 }  // namespace
 

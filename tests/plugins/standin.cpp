@@ -30,7 +30,7 @@ const dk_plugin kPlugin = {sizeof(dk_plugin),
                            shutdown_nothing,
                            2,
                            kOps,
-                           nullptr};
+                           check_errors_cpu};
 
 }  // namespace
 

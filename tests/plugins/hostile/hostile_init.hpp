@@ -26,7 +26,7 @@
                              shutdown_function,                                                             \
                              1,                                                                             \
                              kOps,                                                                          \
-                             nullptr};                                                                      \
+                             deltakern::testplugins::check_errors_cpu};                                     \
   }                                                                                                         \
   DK_TEST_PLUGIN_EXPORT const dk_plugin* deltakern_plugin_entry(uint16_t, uint16_t) { return &kPlugin; }
 
