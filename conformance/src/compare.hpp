@@ -19,8 +19,9 @@ namespace deltakern::conformance {
 // `dtype` at the reference value, plus a bound on any float32 evaluation of the sum (any
 // order, products rounded or fused: gamma_n = n u / (1 - n u) times the magnitudes of the n
 // terms, u = 2^-24), carried through the activation (|silu'| < 1.1) with the activation's
-// own float32 error ((8 + 2 |pre|) u relative). A backend that rounds a product or a running
-// sum to bf16 or f16 misses it; one that keeps float32 throughout is within it.
+// own float32 error ((8 + 2 |pre|) u relative; for a bf16 output also the error of silu
+// through tanh.approx, 2^-10 |h tanh(h)| with h = pre/2). A backend that rounds a product or a
+// running sum to bf16 or f16 misses it; one that keeps float32 throughout is within it.
 double output_tolerance(DType dtype, reference::Act act, const reference::Output& expected);
 
 std::string format_value(double v);
