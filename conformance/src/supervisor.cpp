@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -28,6 +29,8 @@ using Milliseconds = std::chrono::duration<double, std::milli>;
 using Record = std::function<void(CaseResult, Milliseconds)>;
 
 constexpr const char* kWorkerName = "deltakern-conformance-worker";
+// How long a worker may take to exit once its report has ended.
+constexpr auto kExitGrace = std::chrono::seconds(2);
 
 std::string seconds(std::chrono::duration<double> d) { return fmt::format("{:g} s", d.count()); }
 
@@ -105,8 +108,12 @@ class TargetRun {
       const auto read = child.read_line(deadline, line);
       if (read == ChildProcess::Read::deadline) return blame(child.time_out(), current, listed);
       if (read == ChildProcess::Read::ended) {
-        if (auto end = child.wait_until(deadline)) return blame(*end, current, listed);
-        return blame(child.time_out(), current, listed);
+        // The report ends as the worker does; one still running a moment later has lost its
+        // report descriptor (the backend closed it) and can tell nothing more.
+        if (auto end = child.wait_until(std::min(deadline, Clock::now() + kExitGrace)))
+          return blame(*end, current, listed);
+        child.time_out();
+        return unreadable("it closed the report while still running", current, listed);
       }
       protocol::Event e;
       try {
