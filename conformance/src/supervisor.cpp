@@ -266,8 +266,12 @@ std::filesystem::path worker_program() {
     return overridden;
   // Beside this library, as the probe helper is beside libdeltakern: <libdir>/deltakern/.
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<const void*>(&worker_program), &info) != 0 && info.dli_fname != nullptr)
-    return std::filesystem::path(info.dli_fname).parent_path() / "deltakern" / kWorkerName;
+  if (::dladdr(reinterpret_cast<const void*>(&worker_program), &info) != 0 && info.dli_fname != nullptr) {
+    std::filesystem::path dir = std::filesystem::path(info.dli_fname).parent_path();
+    std::error_code ec;
+    if (auto canonical = std::filesystem::weakly_canonical(dir, ec); !ec) dir = canonical;  // not bin/../lib
+    return dir / "deltakern" / kWorkerName;
+  }
   return kWorkerName;
 }
 
