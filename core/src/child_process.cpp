@@ -82,7 +82,7 @@ std::string StartFailure::text() const { return std::strerror(error); }
 
 std::variant<ChildProcess, StartFailure> ChildProcess::start(const ChildCommand& command) {
   int ends[2];
-  if (::pipe2(ends, O_CLOEXEC) != 0) return StartFailure{"pipe", errno};
+  if (::pipe2(ends, O_CLOEXEC) != 0) return StartFailure{StartFailure::Step::pipe, errno};
   const int read_fd = ends[0], write_fd = ends[1];
 
   SpawnFileActions actions;
@@ -112,7 +112,7 @@ std::variant<ChildProcess, StartFailure> ChildProcess::start(const ChildCommand&
   ::close(write_fd);  // the child's copy is the only one left: its exit is our end of file
   if (error != 0) {
     ::close(read_fd);
-    return StartFailure{"spawn", error};
+    return StartFailure{StartFailure::Step::spawn, error};
   }
   return ChildProcess(pid, read_fd);
 }
@@ -190,8 +190,9 @@ ChildProcess::Read ChildProcess::read_line(Clock::time_point deadline, std::stri
       continue;
     }
     if (reap_now()) {
-      // What it wrote before exiting is in the pipe already: take it without waiting.
-      for (;;) {
+      // What it wrote before exiting is in the pipe already: take it without waiting (and no
+      // more than a line's worth, should a process it started keep writing).
+      for (const size_t limit = buffer_.size() + kMaxLine; buffer_.size() < limit;) {
         pollfd more{read_fd_, POLLIN, 0};
         if (::poll(&more, 1, 0) <= 0 || !read_available(0)) break;
       }

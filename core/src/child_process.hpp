@@ -47,9 +47,10 @@ struct ChildCommand {
   int report_fd = 3;                   // where the child finds the report pipe's write end
 };
 
-// Why a child could not be started: the step ("pipe" or "spawn") and its errno.
+// Why a child could not be started: the step that failed, and its errno.
 struct StartFailure {
-  std::string step;
+  enum class Step { pipe, spawn };
+  Step step = Step::spawn;
   int error = 0;
   std::string text() const;  // strerror(error)
 };

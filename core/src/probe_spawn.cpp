@@ -70,7 +70,8 @@ ChildOutcome probe_in_child(const ChildProbe& how, const std::filesystem::path& 
         "--log-level", std::to_string(static_cast<int>(how.log_level)), "--", library.string()},
        protocol::kVerdictFd});
   if (const auto* failure = std::get_if<StartFailure>(&started)) {
-    if (failure->step == "pipe") return fail_helper(fmt::format("pipe: {}", failure->text()));
+    if (failure->step == StartFailure::Step::pipe)
+      return fail_helper(fmt::format("pipe: {}", failure->text()));
     return fail_helper(fmt::format("cannot start probe helper {}: {}", how.helper.string(), failure->text()));
   }
   ChildProcess& child = std::get<ChildProcess>(started);
