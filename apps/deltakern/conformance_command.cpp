@@ -226,7 +226,7 @@ void add_conformance_command(CLI::App& app) {
       "--in-process", o.in_process,
       "run the cases in this process, for debugging: a backend that crashes, exits or hangs then takes "
       "the command with it, with no verdict");
-  cmd->add_flag("-v,--verbose", o.verbose, "also print each case as it starts");
+  cmd->add_flag("-v,--verbose", o.verbose, "also print each case as it starts (out of process)");
   cmd->callback([] {
     const auto tier = conf::tier_from_string(o.tier);
     if (!tier)

@@ -56,9 +56,8 @@ std::string died_during(const ChildEnd& end, std::chrono::duration<double> timeo
 std::string died_before(const ChildEnd& end, std::chrono::duration<double> timeout) {
   if (end.kind == ChildEnd::Kind::timed_out)
     return fmt::format(
-        "the worker process went silent for the per-case time-out of {} after the previous case's verdict, "
-        "before "
-        "this case started; it was killed",
+        "the worker process went silent for the per-case time-out of {} after the previous case's "
+        "verdict, before this case started; it was killed",
         seconds(timeout));
   return worker_ended(end) + " after the previous case's verdict, before this case started";
 }
@@ -243,7 +242,7 @@ class TargetRun {
     if (!plan_) return "";
     const size_t left = next_ < plan_->size() ? plan_->size() - next_ : 0;
     if (left == 0 && !sweep_time_left()) return "";
-    return fmt::format("; {} cases{} of this target did not run", left,
+    return fmt::format("; {} case{}{} of this target did not run", left, left == 1 ? "" : "s",
                        sweep_time_left() ? " and the sweep" : "");
   }
 
