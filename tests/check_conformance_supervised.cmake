@@ -7,9 +7,15 @@
 #   [-DCLEAN_OP=<op>]    an op whose cases all ran and passed (the run went on past the failures)
 #   [-DMIXED_OP=<op>]    an op with passing cases beside its failing ones (it resumed inside the op)
 #   [-DEXTRA=<a;b>]      more arguments
+#   [-DTIER=<tier>]      default quick
+#   [-DSWEEP_SEED=<n>]   with --seed n: a sweep case fails with its reproduce line, and a later
+#                        sweep case passes (the sweep went on in a fresh worker)
 #   -P check_conformance_supervised.cmake
+if(NOT DEFINED TIER OR TIER STREQUAL "")
+  set(TIER quick)
+endif()
 file(REMOVE "${JUNIT}")
-execute_process(COMMAND "${CLI}" conformance --plugin "${PLUGIN}" --tier quick --junit "${JUNIT}" ${EXTRA}
+execute_process(COMMAND "${CLI}" conformance --plugin "${PLUGIN}" --tier ${TIER} --junit "${JUNIT}" ${EXTRA}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc STREQUAL "1")
   message(FATAL_ERROR "expected exit status 1, got '${rc}'\n${out}\n${err}")
@@ -41,6 +47,12 @@ foreach(op_check IN ITEMS "CLEAN_OP|[1-9][0-9]* +0 " "MIXED_OP|[1-9][0-9]* +[1-9
     endif()
   endif()
 endforeach()
+if(DEFINED SWEEP_SEED AND NOT SWEEP_SEED STREQUAL "")
+  set(sweep_case "sweep/${SWEEP_SEED}/[0-9]+")
+  if(NOT out MATCHES "\nFAIL [^\n]* ${sweep_case} [^\n]*\n[^\n]*\n +reproduce: deltakern conformance --plugin [^\n]* --case ${sweep_case}\n(.*\n)?PASS [^\n]* ${sweep_case} ")
+    message(FATAL_ERROR "no failed sweep case with its reproduce line followed by a passing one:\n${out}")
+  endif()
+endif()
 if(NOT EXISTS "${JUNIT}")
   message(FATAL_ERROR "no JUnit XML written to ${JUNIT}")
 endif()
