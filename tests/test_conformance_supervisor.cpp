@@ -136,13 +136,13 @@ if [ "$first" = 0 ]; then start 0 a; exec sleep 30; fi
 start 1 b; pass 1; start 2 c; pass 2; done_at 3
 )");
   const auto start = Clock::now();
-  const Verdicts v = run_with(worker, kFake, {}, 0.3);
+  const Verdicts v = run_with(worker, kFake, {}, 1);
   BOOST_TEST(std::chrono::duration<double>(Clock::now() - start).count() < 10);
   BOOST_TEST(outcomes(v.summary) == (std::vector<std::string>{"FAIL op a", "PASS op b", "PASS op c"}),
              boost::test_tools::per_element());
   BOOST_TEST(v.summary.results.at(0).detail ==
-             "[op a] exceeded the per-case time-out of 0.3 s; the worker was killed");
-  BOOST_TEST(v.milliseconds.at(0) >= 300.0);
+             "[op a] exceeded the per-case time-out of 1 s; the worker was killed");
+  BOOST_TEST(v.milliseconds.at(0) >= 1000.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_silent_between_cases_past_the_time_out_fails_the_case_due_next) {
@@ -150,11 +150,11 @@ BOOST_AUTO_TEST_CASE(a_worker_silent_between_cases_past_the_time_out_fails_the_c
   const auto worker = fake_worker(dir, R"(plan '[["op","a"],["op","b"]]'
 start 0 a; pass 0; exec sleep 30
 )");
-  const Verdicts v = run_with(worker, kFake, {}, 0.3);
+  const Verdicts v = run_with(worker, kFake, {}, 1);
   BOOST_TEST(outcomes(v.summary) == (std::vector<std::string>{"PASS op a", "FAIL op b"}),
              boost::test_tools::per_element());
   BOOST_TEST(v.summary.results.at(1).detail ==
-             "[op b] the worker process went silent for the per-case time-out of 0.3 s after the previous "
+             "[op b] the worker process went silent for the per-case time-out of 1 s after the previous "
              "case's verdict, before this case started; it was killed");
 }
 
@@ -201,12 +201,11 @@ BOOST_AUTO_TEST_CASE(a_worker_that_dies_before_its_first_case_fails_the_setup_an
 BOOST_AUTO_TEST_CASE(a_worker_that_lists_no_cases_within_the_time_out_fails_the_setup) {
   const deltakern::test::TempDir dir;
   const auto worker = fake_worker(dir, "exec sleep 30\n");
-  const Verdicts v = run_with(worker, kFake, {}, 0.3);
+  const Verdicts v = run_with(worker, kFake, {}, 1);
   BOOST_TEST(outcomes(v.summary) == (std::vector<std::string>{"FAIL setup runtime"}));
-  BOOST_TEST(
-      v.summary.results.at(0).detail ==
-      "[setup] the worker process listed no cases within the per-case time-out of 0.3 s (while loading "
-      "the plugins and building the runtime); it was killed");
+  BOOST_TEST(v.summary.results.at(0).detail ==
+             "[setup] the worker process listed no cases within the per-case time-out of 1 s (while loading "
+             "the plugins and building the runtime); it was killed");
 }
 
 BOOST_AUTO_TEST_CASE(a_fresh_worker_that_lists_other_cases_stops_the_target) {
