@@ -48,12 +48,15 @@ pack() {
   mkdir -p "$carry/lib/deps"
   cp -a "$build/bin" "$carry/"
   # libdeltakern, the plugins (lib/deltakern/plugins) and the conformance library, as built,
-  # and the probe helper beside the plugins (lib/deltakern/deltakern-probe).
-  (cd "$build/lib" && find . \( -name '*.so' -o -name '*.so.*' -o -name deltakern-probe \) \
-    -exec cp -a --parents {} "$carry/lib/" \;)
+  # and the helpers beside the plugins: the probe (lib/deltakern/deltakern-probe) and the
+  # conformance worker that `deltakern conformance` runs each target's cases in
+  # (lib/deltakern/deltakern-conformance-worker).
+  (cd "$build/lib" && find . \( -name '*.so' -o -name '*.so.*' -o -name deltakern-probe \
+    -o -name deltakern-conformance-worker \) -exec cp -a --parents {} "$carry/lib/" \;)
+  [ -x "$carry/lib/deltakern/deltakern-conformance-worker" ] || die "no conformance worker in $build/lib/deltakern"
   [ -d "$build/share" ] && cp -a "$build/share" "$carry/"
   local plugin_dir
-  for plugin_dir in plugins hostile-plugins; do
+  for plugin_dir in plugins hostile-plugins defect-plugins; do
     if [ -d "$build/tests/$plugin_dir" ]; then
       mkdir -p "$carry/tests"
       cp -a "$build/tests/$plugin_dir" "$carry/tests/"
@@ -179,6 +182,14 @@ run() {
     done
   else
     skip "test_conformance" "not built"
+  fi
+  # The command line's supervised run on the GPU targets: each target's cases in a conformance
+  # worker process (lib/deltakern/deltakern-conformance-worker), which makes its own CUDA context.
+  if [ -x "$bin/deltakern" ] && [ "$(budget_left)" -ge 240 ]; then
+    step "deltakern conformance (CUDA targets, quick tier, worker processes)" 120 \
+      "$bin/deltakern" conformance --device cuda --tier quick --junit "$OUT/conformance-cuda-junit.xml"
+  else
+    skip "deltakern conformance (CUDA targets)" "not built or time budget"
   fi
   # The cuts must agree to the bit (same arithmetic in the same order): portable's results under
   # the launcher's cut and four forced ones, as digests of a fixed set of calls.

@@ -149,30 +149,35 @@ std::unique_ptr<Runtime> make_runtime(const RuntimeOptions& base, const Target& 
 }
 
 Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
-            const std::function<void(const CaseResult&)>& on_result, const SuiteOptions& options) {
+            const std::function<void(const CaseResult&)>& on_result, const SuiteOptions& options,
+            const std::vector<std::string>& case_names) {
   Summary summary;
   const auto record = [&](CaseResult r) {
     (r.passed ? summary.passed : summary.failed) += 1;
     if (on_result) on_result(r);
     summary.results.push_back(std::move(r));
+    summary.stopped = options.max_failures > 0 && static_cast<size_t>(summary.failed) >= options.max_failures;
+    return !summary.stopped;
   };
   for (const auto& target : targets) {
     std::unique_ptr<Runtime> runtime;
     std::vector<Case> list;
     try {
       runtime = make_runtime(base, target);
-      list = cases(*runtime, target, options);
+      list = selected_cases(*runtime, target, options, case_names);
     } catch (const std::exception& e) {
-      record({target, "setup", "runtime", false,
-              std::string("[setup] could not build the forcing runtime: ") + e.what()});
+      if (!record({target, "setup", "runtime", false,
+                   std::string("[setup] could not build the forcing runtime: ") + e.what()}))
+        return summary;
       continue;
     }
-    for (const auto& c : list) record(run_case(*runtime, target, c));
-    if (options.budget_seconds > 0) {
+    for (const auto& c : list)
+      if (!record(run_case(*runtime, target, c))) return summary;
+    if (options.budget_seconds > 0 && case_names.empty()) {
       const auto deadline =
           std::chrono::steady_clock::now() + std::chrono::duration<double>(options.budget_seconds);
       for (uint64_t k = 0; std::chrono::steady_clock::now() < deadline; ++k)
-        record(run_case(*runtime, target, sweep_case(*runtime, target, options, k)));
+        if (!record(run_case(*runtime, target, sweep_case(*runtime, target, options, k)))) return summary;
     }
   }
   return summary;

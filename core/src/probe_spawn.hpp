@@ -1,9 +1,9 @@
-// Probing one plugin library in a child process: the probe helper is started with
-// posix_spawn (never fork: the engine may have threads, and a forked child of a threaded
-// process may only call async-signal-safe functions, which dlopen is not), given a time-out
-// after which it is killed, and whatever happens to it becomes a verdict with a reason.
+// Probing one plugin library in a child process: the probe helper is started as a
+// ChildProcess (child_process.hpp), given a time-out after which it is killed, and whatever
+// happens to it becomes a verdict with a reason.
 #pragma once
 
+#include "child_process.hpp"  // signal_label
 #include "probe_verdict.hpp"
 
 #include <spdlog/common.h>
@@ -30,8 +30,5 @@ struct ChildOutcome {
 };
 
 ChildOutcome probe_in_child(const ChildProbe& how, const std::filesystem::path& library);
-
-// "11 (SIGSEGV)".
-std::string signal_label(int signal);
 
 }  // namespace deltakern::detail

@@ -3,8 +3,9 @@
 //   DK_DEFECT_NAME   the plugin's name;
 //   DK_DEFECT        the Defect it has;
 //   DK_DEFECT_OPS    1: varlen, 2: update, 3: both;
-//   DK_DEFECT_DTYPE  0: float32, 1: bfloat16 (the numeric defects round to bfloat16).
-// It keeps the fresh-output contract (as portable does) and declares one width and one layout,
+//   DK_DEFECT_DTYPE  0: float32, 1: bfloat16 (the numeric defects round to bfloat16);
+//   DK_DEFECT_MIN_WIDTH  the narrowest width it declares (the widest is 4).
+// It keeps the fresh-output contract (as portable does) and declares few widths and one layout,
 // so that a conformance run of it stays short: the suite must catch each defect naming the case.
 #include <iterator>
 
@@ -30,11 +31,12 @@ int32_t update_defective(void* p, const dk_call* c, DLManagedTensor** r, char* e
 
 const DLDataType kDtype[1] = {DK_DEFECT_DTYPE == 1 ? DLDataType{kDLBfloat, 16, 1}
                                                    : DLDataType{kDLFloat, 32, 1}};
-const dk_caps kCaps = {sizeof(dk_caps), 1, kCpu, 1, kDtype, 4, 4, DK_LAYOUT_TIME_CONTIGUOUS};
-[[maybe_unused]] const dk_op kVarlen = {sizeof(dk_op),   DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenFreshSchema, &kCaps, nullptr,
-                       varlen_defective};
-[[maybe_unused]] const dk_op kUpdate = {sizeof(dk_op),   DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateFreshSchema, &kCaps, nullptr,
-                       update_defective};
+const dk_caps kCaps = {sizeof(dk_caps),          1, kCpu, 1, kDtype, DK_DEFECT_MIN_WIDTH, 4,
+                       DK_LAYOUT_TIME_CONTIGUOUS};
+[[maybe_unused]] const dk_op kVarlen = {
+    sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenFreshSchema, &kCaps, nullptr, varlen_defective};
+[[maybe_unused]] const dk_op kUpdate = {
+    sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateFreshSchema, &kCaps, nullptr, update_defective};
 const dk_op kOps[] = {
 #if DK_DEFECT_OPS & 1
     kVarlen,

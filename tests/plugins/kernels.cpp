@@ -6,8 +6,10 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -323,6 +325,28 @@ DLManagedTensor* make_output(const dk_host& host, const DLTensor& x, void* strea
   return out;
 }
 
+// Read through a volatile so the compiler cannot see the null and turn the store into a trap.
+int* volatile nowhere = nullptr;
+
+// The defects that take the process down, before the call computes anything.
+void strike(const plugin::VarlenArgs& a, Defect defect) {
+  if (defect == Defect::exit_in_run) std::exit(0);
+  if (defect == Defect::hang_in_run && a.width() == 3 && a.bias == nullptr &&
+      a.activation == plugin::Activation::silu)
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+void strike(const plugin::UpdateArgs& a, Defect defect) {
+  if (defect == Defect::abort_in_run && a.width() == 2) std::abort();
+  if (defect == Defect::segfault_in_run) *nowhere = 42;
+}
+
+// Far enough to leave any heap this process has: the first unmapped page ends it.
+void write_far_past(const DLTensor& out) {
+  auto* end = plugin::data_of<unsigned char>(out) + bytes_of(out);
+  auto* volatile at = end;
+  for (size_t offset = 0; offset <= size_t{64} << 20; offset += 4096) at[offset] = 0x5A;
+}
+
 // Joined before the next call and when the library is unloaded.
 struct LateWriter {
   std::thread thread;
@@ -384,6 +408,7 @@ int32_t run_varlen(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
     const auto& host = *static_cast<const dk_host*>(plugin_ptr);
     const auto a = plugin::unpack_varlen(*call);
     require_cpu(*a.x);
+    defects::strike(a, behaviour.defect);
     std::vector<int32_t> qsl;
     if (behaviour.read_qsl_always) {
       qsl.resize(static_cast<size_t>(a.query_start_loc->shape[0]));
@@ -422,6 +447,7 @@ int32_t run_update(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
     const auto& host = *static_cast<const dk_host*>(plugin_ptr);
     const auto a = plugin::unpack_update(*call);
     require_cpu(*a.x);
+    defects::strike(a, behaviour.defect);
     if (behaviour.in_place) {
       update(a, *a.x, behaviour.defect);
       *result = plugin::make_view_result(*a.x);
@@ -439,6 +465,8 @@ int32_t run_update(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
     }
     *result = defects::finish(*a.x, a.bias, *a.conv_state, out, a.batch() * a.tokens(), a.batch(), a.dim(),
                               behaviour.defect, &returned);
+    if (behaviour.defect == Defect::writes_far_in_run && a.width() == 4)
+      defects::write_far_past((*result)->dl_tensor);
   });
   returned = true;
   return status;

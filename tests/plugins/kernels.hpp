@@ -57,6 +57,12 @@ enum class Defect {
   result_in_conv_states,        // the fresh result placed in conv_states' memory
   late_write,                   // a thread writes into x just after run returned
   throwing_deleter,             // the result's deleter throws
+  // the process (each strikes some calls only, so that the cases around it still run)
+  exit_in_run,        // exit(0) in every varlen call: a process that ends "successfully" mid-case
+  abort_in_run,       // abort() in update calls of width 2
+  segfault_in_run,    // a store through a null pointer in every update call
+  hang_in_run,        // sleeps forever in varlen calls of width 3 without bias, with silu
+  writes_far_in_run,  // after an update of width 4, a write every 4 KiB up to 64 MiB past its output
 };
 
 struct Behaviour {

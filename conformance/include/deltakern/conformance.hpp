@@ -6,6 +6,8 @@
 
 #include <deltakern/runtime.hpp>
 
+#include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -41,6 +43,9 @@ struct SuiteOptions {
   // sweep_case(..., k). The sweep runs for `budget_seconds` after the fixed cases (0: none).
   uint64_t seed = 1;
   double budget_seconds = 0;
+  // A run stops once this many cases have failed (a CI gate that needs one reason, not all of
+  // them); 0: every case runs.
+  size_t max_failures = 0;
 };
 
 struct Case {
@@ -75,6 +80,7 @@ struct CaseResult {
 struct Summary {
   std::vector<CaseResult> results;
   int passed = 0, failed = 0;
+  bool stopped = false;  // SuiteOptions::max_failures was reached: later cases did not run
 };
 
 // ---- Added by the conformance suite's implementation (additive; the above is unchanged).
@@ -93,9 +99,50 @@ std::unique_ptr<Runtime> make_runtime(const RuntimeOptions& base, const Target& 
 // Runs one case; an exception it throws is a failure whose detail names it.
 CaseResult run_case(Runtime& runtime, const Target& target, const Case& c);
 
-// Builds a Runtime forcing each target's backend (from `base`), runs every case.
+// Builds a Runtime forcing each target's backend (from `base`), runs its cases: the ones
+// named (no sweep), or every case and then the sweep of `options`.
 // In this process: a case that crashes takes the caller with it (see run_isolated()).
 Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
-            const std::function<void(const CaseResult&)>& on_result = {}, const SuiteOptions& options = {});
+            const std::function<void(const CaseResult&)>& on_result = {}, const SuiteOptions& options = {},
+            const std::vector<std::string>& case_names = {});
+
+// ---- Out of process (additive): each target's cases run in a worker process,
+// deltakern-conformance-worker, so that a backend that crashes, exits, hangs or corrupts
+// memory fails the case it was running instead of taking the run with it.
+
+// The fixed cases a run executes for `target`: the ones named (each through case_named();
+// a name the target lacks is left out), or cases() when `names` is empty.
+std::vector<Case> selected_cases(const Runtime& runtime, const Target& target, const SuiteOptions& options,
+                                 const std::vector<std::string>& names);
+
+struct Isolation {
+  // Run only these cases, and no sweep (a "sweep/<seed>/<k>" name is that sweep case);
+  // empty: selected_cases() of the whole suite, then the sweep of SuiteOptions.
+  std::vector<std::string> case_names;
+  // A case still running after this fails, and its worker is killed; a worker that lists no
+  // cases within it (loading the plugins, building the runtime) fails the target's setup.
+  std::chrono::duration<double> case_timeout = std::chrono::seconds(300);
+  // The worker program; empty: worker_program().
+  std::filesystem::path worker;
+  // Called as a case starts in a worker, before its verdict.
+  std::function<void(const Target& target, const std::string& op, const std::string& name)> on_start;
+};
+
+// DELTAKERN_CONFORMANCE_WORKER when set, else <libdir>/deltakern/deltakern-conformance-worker
+// beside this library (found relative to the library itself, so the build tree works the same).
+std::filesystem::path worker_program();
+
+// What run() does, with each target's cases in a worker process that builds the runtime from
+// `base` (and the environment) as this process would, forces the target's backend
+// (make_runtime()) and reports each case as it starts and ends. A case during which the
+// worker dies, exits or exceeds isolation.case_timeout fails with that reason, and the run
+// goes on with the next case in a fresh worker (the sweep keeps its deadline). A worker that
+// dies before its first case fails the target's setup case, and that target stops.
+// `on_result` gets each verdict as it arrives, with the case's time.
+Summary run_isolated(
+    const RuntimeOptions& base, const std::vector<Target>& targets, const SuiteOptions& options,
+    const Isolation& isolation,
+    const std::function<void(const CaseResult&, std::chrono::duration<double, std::milli> took)>& on_result =
+        {});
 
 }  // namespace deltakern::conformance

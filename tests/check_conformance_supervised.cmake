@@ -1,0 +1,62 @@
+# A supervised conformance run (quick tier) against a plugin that fails, as CI would see it:
+# exit status 1 (a crash of the command, or a usage error, is not the expected failure), the
+# closing table and line, the failure's REASON on the output and in the JUnit <failure> of a
+# case of a failing op, and the run carried on past it.
+#   -DCLI=<deltakern> -DPLUGIN=<library> -DJUNIT=<file> -DREASON=<regex>
+#   [-DFAILED_OP=<op>]   the op whose case fails (default: either call op)
+#   [-DCLEAN_OP=<op>]    an op whose cases all ran and passed (the run went on past the failures)
+#   [-DMIXED_OP=<op>]    an op with passing cases beside its failing ones (it resumed inside the op)
+#   [-DEXTRA=<a;b>]      more arguments
+#   [-DTIER=<tier>]      default quick
+#   [-DSWEEP_SEED=<n>]   with --seed n: a sweep case fails with its reproduce line, and a later
+#                        sweep case passes (the sweep went on in a fresh worker)
+#   -P check_conformance_supervised.cmake
+if(NOT DEFINED TIER OR TIER STREQUAL "")
+  set(TIER quick)
+endif()
+file(REMOVE "${JUNIT}")
+execute_process(COMMAND "${CLI}" conformance --plugin "${PLUGIN}" --tier ${TIER} --junit "${JUNIT}" ${EXTRA}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc STREQUAL "1")
+  message(FATAL_ERROR "expected exit status 1, got '${rc}'\n${out}\n${err}")
+endif()
+if(NOT out MATCHES "\ntarget +op +passed +failed +first failed case\n")
+  message(FATAL_ERROR "no closing table:\n${out}")
+endif()
+if(NOT out MATCHES "\n[0-9]+ passed, [1-9][0-9]* failed\n$")
+  message(FATAL_ERROR "the output does not end in a closing line with failures:\n${out}")
+endif()
+if(NOT DEFINED FAILED_OP OR FAILED_OP STREQUAL "")
+  set(FAILED_OP "causal_conv1d_(varlen|update)")
+endif()
+# The verdict line as the case ended, then its detail, naming op, case and reason.
+if(NOT out MATCHES "\nFAIL [^\n]* ${FAILED_OP} [^\n]*\n +\\[${FAILED_OP}( [^]]+)?\\] [^\n]*${REASON}")
+  message(FATAL_ERROR "no FAIL line of ${FAILED_OP} whose detail names '${REASON}':\n${out}")
+endif()
+string(FIND "${out}" "first failure per target and op:" table)
+if(table EQUAL -1)
+  message(FATAL_ERROR "no first-failure table:\n${out}")
+endif()
+foreach(op_check IN ITEMS "CLEAN_OP|[1-9][0-9]* +0 " "MIXED_OP|[1-9][0-9]* +[1-9][0-9]* ")
+  string(REPLACE "|" ";" op_check "${op_check}")
+  list(GET op_check 0 variable)
+  list(GET op_check 1 counts)
+  if(DEFINED ${variable} AND NOT ${variable} STREQUAL "")
+    if(NOT out MATCHES "\n[^ \n]+ +${${variable}} +${counts}")
+      message(FATAL_ERROR "${variable}: no table row of ${${variable}} with counts '${counts}':\n${out}")
+    endif()
+  endif()
+endforeach()
+if(DEFINED SWEEP_SEED AND NOT SWEEP_SEED STREQUAL "")
+  set(sweep_case "sweep/${SWEEP_SEED}/[0-9]+")
+  if(NOT out MATCHES "\nFAIL [^\n]* ${sweep_case} [^\n]*\n[^\n]*\n +reproduce: deltakern conformance --plugin [^\n]* --case ${sweep_case}\n(.*\n)?PASS [^\n]* ${sweep_case} ")
+    message(FATAL_ERROR "no failed sweep case with its reproduce line followed by a passing one:\n${out}")
+  endif()
+endif()
+if(NOT EXISTS "${JUNIT}")
+  message(FATAL_ERROR "no JUnit XML written to ${JUNIT}")
+endif()
+file(READ "${JUNIT}" xml)
+if(NOT xml MATCHES "<failure message=\"\\[${FAILED_OP}( [^]]+)?\\] [^\"]*${REASON}[^\"]*\" type=\"${FAILED_OP}\"")
+  message(FATAL_ERROR "the JUnit XML has no ${FAILED_OP} failure naming '${REASON}':\n${xml}")
+endif()
