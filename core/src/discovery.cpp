@@ -4,7 +4,7 @@
 #include "install_paths.hpp"
 #include "log.hpp"
 #include "probe_gate.hpp"
-#include "schema.hpp"
+#include "rejection.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>
@@ -23,9 +23,9 @@ namespace deltakern::detail {
 namespace fs = std::filesystem;
 
 Backend::~Backend() {
-  if (!initialized || descriptor->shutdown == nullptr) return;
+  if (!initialized || descriptor.shutdown == nullptr) return;
   try {
-    descriptor->shutdown(instance);
+    descriptor.shutdown(instance);
   } catch (...) {
     // A plugin that throws out of shutdown is not allowed to stop the others' shutdown.
   }
@@ -43,18 +43,7 @@ const Backend* Plugins::find(std::string_view name) const {
 
 namespace {
 
-// The ABI 1.0 fields every plugin must fill; check_errors, after them, is optional.
-constexpr size_t kPluginHeaderSize = offsetof(dk_plugin, abi_minor) + sizeof(uint16_t);
-constexpr size_t kPluginMinSize = offsetof(dk_plugin, ops) + sizeof(dk_plugin::ops);
-constexpr size_t kPluginWithCheckErrors = offsetof(dk_plugin, check_errors) + sizeof(dk_plugin::check_errors);
 constexpr size_t kWhySize = 512;
-
-class Rejection : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void reject(std::string reason) { throw Rejection(reason); }
 
 // Boost.DLL puts the loader's own words in parentheses after its message.
 std::string loader_message(std::string_view what) {
@@ -70,73 +59,6 @@ std::string loader_message(std::string_view what) {
 std::string message_or_status(const char* buffer, int32_t status) {
   if (buffer[0] != '\0') return buffer;
   return fmt::format("status {} ({})", status, status_name(status));
-}
-
-const Schema& canonical_schema(OpId op) {
-  static const std::array<Schema, kOpCount> schemas = [] {
-    std::array<Schema, kOpCount> parsed;
-    for (const auto& def : kOps) parsed[index_of(def.id)] = parse_schema(def.canonical_schema);
-    return parsed;
-  }();
-  return schemas[index_of(op)];
-}
-
-std::vector<Layout> layouts_of(uint32_t bits) {
-  std::vector<Layout> layouts;
-  if ((bits & DK_LAYOUT_TIME_CONTIGUOUS) != 0) layouts.push_back(Layout::time_contiguous);
-  if ((bits & DK_LAYOUT_CHANNEL_LAST) != 0) layouts.push_back(Layout::channel_last);
-  return layouts;
-}
-
-// Element i of a plugin's array of structs: the stride is the plugin's struct size, which a
-// newer minor may have grown.
-template <class T>
-const T& element(const T* array, size_t stride, size_t i) {
-  return *reinterpret_cast<const T*>(reinterpret_cast<const std::byte*>(array) + i * stride);
-}
-
-OpInfo read_op(const dk_op& op, std::string_view name) {
-  const auto fail = [&](std::string_view what) { reject(fmt::format("op '{}': {}", name, what)); };
-  if (op.schema == nullptr) fail("no schema");
-  if (op.run == nullptr) fail("no run function");
-  OpInfo info;
-  info.name = name;
-  info.schema = op.schema;
-  try {
-    const Schema declared = parse_schema(op.schema);
-    if (auto difference = schema_difference(declared, canonical_schema(*op_from_name(name))))
-      fail(fmt::format("schema does not match the canonical one: {}", *difference));
-    MutationContract contract = mutation_contract(declared);
-    info.mutated = std::move(contract.written);
-    info.returns_alias_of = std::move(contract.returns_alias_of);
-  } catch (const SchemaError& e) {
-    fail(fmt::format("invalid schema: {}", e.what()));
-  }
-  const dk_caps* caps = op.caps;
-  if (caps == nullptr) fail("no capabilities");
-  if (caps->struct_size < sizeof(dk_caps))
-    fail(fmt::format("capabilities struct_size {} is smaller than ABI {}.{}'s {}", caps->struct_size,
-                     DK_ABI_MAJOR, DK_ABI_MINOR, sizeof(dk_caps)));
-  if (caps->min_width < 1 || caps->max_width < caps->min_width)
-    fail(fmt::format("invalid widths {}..{}", caps->min_width, caps->max_width));
-  if (caps->n_dtypes == 0 || caps->dtypes == nullptr) fail("declares no dtypes");
-  if (caps->n_devices == 0 || caps->devices == nullptr) fail("declares no devices");
-  info.layouts = layouts_of(caps->layouts);
-  if (info.layouts.empty()) fail("declares no layouts");
-  info.min_width = caps->min_width;
-  info.max_width = caps->max_width;
-  info.dtypes.assign(caps->dtypes, caps->dtypes + caps->n_dtypes);
-  const size_t device_stride = caps->devices[0].struct_size;
-  for (size_t j = 0; j < caps->n_devices; ++j) {
-    const dk_device_caps& d = element(caps->devices, device_stride, j);
-    if (d.struct_size < sizeof(dk_device_caps))
-      fail(fmt::format("device {}: struct_size {} is smaller than ABI {}.{}'s {}", j, d.struct_size,
-                       DK_ABI_MAJOR, DK_ABI_MINOR, sizeof(dk_device_caps)));
-    info.devices.push_back({static_cast<DLDeviceType>(d.device_type), d.min_compute_capability,
-                            (d.flags & DK_CAP_DERIVES_MAX_SEQ_LEN) != 0,
-                            (d.flags & DK_CAP_GRAPH_CAPTURABLE) != 0});
-  }
-  return info;
 }
 
 class Loader {
@@ -192,29 +114,17 @@ class Loader {
     } catch (...) {
       reject("the entry threw");
     }
-    if (d == nullptr) reject("the entry returned no descriptor");
-    if (d->struct_size < kPluginHeaderSize)
-      reject(fmt::format("descriptor struct_size {} is too small to hold its ABI version", d->struct_size));
-    info.abi_major = d->abi_major;
-    info.abi_minor = d->abi_minor;
-    if (d->abi_major != DK_ABI_MAJOR)
-      reject(fmt::format("built for ABI {}.{}; this core speaks ABI {}.{}", d->abi_major, d->abi_minor,
-                         DK_ABI_MAJOR, DK_ABI_MINOR));
-    if (d->struct_size < kPluginMinSize)
-      reject(fmt::format("descriptor struct_size {} is smaller than ABI {}.{}'s minimum {}", d->struct_size,
-                         DK_ABI_MAJOR, DK_ABI_MINOR, kPluginMinSize));
-    if (d->name == nullptr || d->name[0] == '\0') reject("the descriptor has no name");
-    info.name = d->name;
-    info.version = d->version != nullptr ? d->version : "";
-    if (const Backend* first = plugins_.find(info.name))
-      reject(fmt::format("duplicate of '{}' loaded from {}", info.name, plugins_.info(*first).path.string()));
-    if (d->init == nullptr) reject("the descriptor has no init function");
-    read_ops(*d, info, *backend);
-
+    // Read through copies that cannot fault and checked against bounds: the core keeps its own.
+    backend->descriptor = read_descriptor(d, info, [&](const PluginInfo& named) {
+      if (const Backend* first = plugins_.find(named.name))
+        reject(
+            fmt::format("duplicate of '{}' loaded from {}", named.name, plugins_.info(*first).path.string()));
+    });
+    for (size_t slot = 0; slot < kOpCount; ++slot) backend->ops[slot] = backend->descriptor.op(slot);
+    backend->op_info = backend->descriptor.op_info;
+    backend->check_errors = backend->descriptor.check_errors;
     backend->name = info.name;
-    backend->descriptor = d;
     backend->library = std::make_shared<boost::dll::shared_library>(std::move(library));
-    if (d->struct_size >= kPluginWithCheckErrors) backend->check_errors = d->check_errors;
     initialize(*backend, info);
     probe(*backend, info);
 
@@ -226,35 +136,12 @@ class Loader {
     plugins_.backends.push_back(std::move(backend));
   }
 
-  void read_ops(const dk_plugin& d, PluginInfo& info, Backend& backend) {
-    if (d.n_ops == 0) return;
-    if (d.ops == nullptr) reject(fmt::format("declares {} ops but no op table", d.n_ops));
-    const size_t stride = d.ops[0].struct_size;
-    for (size_t i = 0; i < d.n_ops; ++i) {
-      const dk_op& op = element(d.ops, stride, i);
-      if (op.struct_size < sizeof(dk_op))
-        reject(fmt::format("op {}: struct_size {} is smaller than ABI {}.{}'s {}", i, op.struct_size,
-                           DK_ABI_MAJOR, DK_ABI_MINOR, sizeof(dk_op)));
-      if (op.name == nullptr || op.name[0] == '\0') reject(fmt::format("op {} has no name", i));
-      const auto id = op_from_name(op.name);
-      if (!id) {
-        // A plugin of a newer minor may declare ops this core has never heard of.
-        logger().debug("plugin '{}': ignoring op '{}', which this core does not know", info.name, op.name);
-        continue;
-      }
-      if (backend.ops[index_of(*id)] != nullptr) reject(fmt::format("op '{}' is declared twice", op.name));
-      info.ops.push_back(read_op(op, op.name));
-      backend.ops[index_of(*id)] = &op;
-      backend.op_info[index_of(*id)] = static_cast<int>(info.ops.size() - 1);
-    }
-  }
-
   void initialize(Backend& backend, const PluginInfo& info) {
     char error[kWhySize] = {};
     int32_t status = DK_ERR_INTERNAL;
     phase("running init", info);
     try {
-      status = backend.descriptor->init(host_.table_for(info.name), &backend.instance, error, sizeof error);
+      status = backend.descriptor.init(host_.table_for(info.name), &backend.instance, error, sizeof error);
     } catch (const std::exception& e) {
       reject(fmt::format("init failed: threw {}", e.what()));
     } catch (...) {
@@ -273,11 +160,11 @@ class Loader {
                                       [&](const auto& d) { return d.type == device.type; });
         if (seen) continue;
         PluginInfo::DeviceStatus status{device.type, true, {}};
-        if (backend.descriptor->probe != nullptr) {
+        if (backend.descriptor.probe != nullptr) {
           char why[kWhySize] = {};
           int32_t result = DK_ERR_INTERNAL;
           try {
-            result = backend.descriptor->probe(backend.instance, device.type, why, sizeof why);
+            result = backend.descriptor.probe(backend.instance, device.type, why, sizeof why);
           } catch (...) {
             std::snprintf(why, sizeof why, "probe threw an exception");
           }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config.hpp"
+#include "descriptor.hpp"
 #include "host_services.hpp"
 #include "ops.hpp"
 
@@ -32,8 +33,8 @@ struct Backend {
   ~Backend();
 
   std::string name;
-  size_t info_index = 0;  // into Plugins::infos
-  const dk_plugin* descriptor = nullptr;
+  size_t info_index = 0;                                     // into Plugins::infos
+  Descriptor descriptor;                                     // the core's copy, read and checked
   void* instance = nullptr;                                  // what init returned
   bool initialized = false;                                  // init succeeded, so shutdown is owed
   std::array<const dk_op*, kOpCount> ops{};                  // by OpId; null where the plugin lacks the op
