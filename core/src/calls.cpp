@@ -1,6 +1,7 @@
 // The two ops, end to end: check the arguments, find the cached decision, pack a dk_call in
 // schema order, run the chosen backend. On a cached decision this path allocates nothing,
 // formats nothing and logs nothing; everything that does lives behind [[unlikely]] branches.
+#include "plugin_exception.hpp"
 #include "runtime_impl.hpp"
 #include "status.hpp"
 #include "validate.hpp"
@@ -9,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 namespace deltakern {
@@ -25,6 +27,11 @@ namespace {
   throw Error(detail::error_code_of(status), backend != nullptr
                                                  ? fmt::format("{}: {}: {}", backend, op.name, what)
                                                  : fmt::format("{}: {}", op.name, what));
+}
+
+// What the plugin threw, kept in the message: called in the catch block, off the hot path.
+[[gnu::cold, gnu::noinline]] void thrown(char* message, size_t size) {
+  std::snprintf(message, size, "run threw %s", detail::current_exception_text().c_str());
 }
 
 const char* activation_name(Activation activation) {
@@ -53,7 +60,7 @@ DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& 
   try {
     status = op.run(instance, &call, &result, message, sizeof message);
   } catch (...) {
-    std::snprintf(message, sizeof message, "run threw an exception");
+    thrown(message, sizeof message);
   }
   message[sizeof message - 1] = '\0';
   if (status != DK_OK) [[unlikely]] {

@@ -3,6 +3,7 @@
 #include "dlpack_util.hpp"
 #include "install_paths.hpp"
 #include "log.hpp"
+#include "plugin_exception.hpp"
 #include "probe_gate.hpp"
 #include "rejection.hpp"
 #include "status.hpp"
@@ -27,7 +28,11 @@ Backend::~Backend() {
   try {
     descriptor.shutdown(instance);
   } catch (...) {
-    // A plugin that throws out of shutdown is not allowed to stop the others' shutdown.
+    // A plugin that throws out of shutdown must not stop the others' shutdown, nor lose what it said.
+    try {
+      logger().error("plugin '{}': shutdown threw {}", name, current_exception_text());
+    } catch (...) {
+    }
   }
 }
 
@@ -109,10 +114,8 @@ class Loader {
     phase("calling " DK_PLUGIN_ENTRY_SYMBOL, info);
     try {
       d = entry(DK_ABI_MAJOR, DK_ABI_MINOR);
-    } catch (const std::exception& e) {
-      reject(fmt::format("the entry threw: {}", e.what()));
     } catch (...) {
-      reject("the entry threw");
+      reject("the entry threw " + current_exception_text());
     }
     // Read through copies that cannot fault and checked against bounds: the core keeps its own.
     backend->descriptor = read_descriptor(d, info, [&](const PluginInfo& named) {
@@ -142,10 +145,8 @@ class Loader {
     phase("running init", info);
     try {
       status = backend.descriptor.init(host_.table_for(info.name), &backend.instance, error, sizeof error);
-    } catch (const std::exception& e) {
-      reject(fmt::format("init failed: threw {}", e.what()));
     } catch (...) {
-      reject("init failed: threw an exception");
+      reject("init failed: threw " + current_exception_text());
     }
     error[sizeof error - 1] = '\0';
     if (status != DK_OK) reject(fmt::format("init failed: {}", message_or_status(error, status)));
@@ -166,7 +167,7 @@ class Loader {
           try {
             result = backend.descriptor.probe(backend.instance, device.type, why, sizeof why);
           } catch (...) {
-            std::snprintf(why, sizeof why, "probe threw an exception");
+            std::snprintf(why, sizeof why, "probe threw %s", current_exception_text().c_str());
           }
           why[sizeof why - 1] = '\0';
           if (result != DK_OK) status = {device.type, false, message_or_status(why, result)};

@@ -9,6 +9,7 @@
 
 #include "cuda_services.hpp"
 #include "dlpack_util.hpp"
+#include "plugin_exception.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>
@@ -66,7 +67,7 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
     try {
       status = op->supports(backend.instance, &call, why, sizeof why);
     } catch (...) {
-      return std::string("supports(): threw an exception");
+      return "supports(): threw " + current_exception_text();
     }
     why[sizeof why - 1] = '\0';
     if (status != DK_OK)

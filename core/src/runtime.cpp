@@ -4,6 +4,7 @@
 #include "dlpack_util.hpp"
 #include "log.hpp"
 #include "placeholder_call.hpp"
+#include "plugin_exception.hpp"
 #include "probe_gate.hpp"
 #include "status.hpp"
 
@@ -173,7 +174,7 @@ void Runtime::check_errors(DLDevice device, void* stream) {
     try {
       status = backend->check_errors(backend->instance, device, stream, &flags, message, sizeof message);
     } catch (...) {
-      std::snprintf(message, sizeof message, "threw an exception");
+      std::snprintf(message, sizeof message, "threw %s", detail::current_exception_text().c_str());
     }
     message[sizeof message - 1] = '\0';
     const std::string note = message[0] != '\0' ? fmt::format(" ({})", message) : std::string();
