@@ -1,6 +1,7 @@
 // A C++ exception thrown across the plugin ABI is a defect, but it happens. Where the core
 // calls plugin code it catches it and keeps what it said: run, supports, the device probe,
-// check_errors and shutdown (throws_std_exception).
+// check_errors and shutdown (throws_std_exception), and a result's deleter, called from
+// Tensor's noexcept destructor, which is contained and logged once (throwing_deleter).
 #define BOOST_TEST_MODULE plugin_exceptions
 #include <boost/test/unit_test.hpp>
 
@@ -94,4 +95,20 @@ BOOST_AUTO_TEST_CASE(an_exception_out_of_shutdown_is_logged_with_its_message) {
                  "error: plugin 'throws_std_exception': shutdown threw std::exception: shutdown boom") -
                  before ==
              1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_result_deleter_that_throws_is_contained_and_logged_once) {
+  const TempDir dir;
+  Runtime rt(forcing(dir, "throwing_deleter"));
+  BOOST_TEST_REQUIRE(rt.plugin("throwing_deleter") != nullptr);
+  const CountingAllocator counting;
+  rt.set_allocator(counting.allocator());
+  for (int i = 0; i < 3; ++i) {
+    VarlenCall call;
+    const Tensor out = rt.causal_conv1d_varlen(call.args());
+  }  // each deleter throws here, inside Tensor's noexcept destructor
+  BOOST_TEST(counting.allocated() == 3);
+  BOOST_TEST(counting.released() == 3, "the deleter released the memory before it threw");
+  BOOST_TEST(CapturedLog::lines_containing(
+                 "error: a backend's result deleter threw std::exception: deleter boom") == 1u);
 }

@@ -5,10 +5,13 @@
 #include <deltakern/runtime.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <new>
 #include <optional>
 #include <random>
 #include <string>
@@ -51,6 +54,27 @@ inline Runtime& standin_runtime() {
   }());
   return rt;
 }
+
+// The default allocator's host memory, counted: which Runtime's allocator served a call, and
+// whether what it gave came back to it. The counts outlive the Runtime it is installed on.
+struct CountingAllocator {
+  struct Counts {
+    std::atomic<int64_t> allocated{0}, released{0};
+  };
+  std::shared_ptr<Counts> counts = std::make_shared<Counts>();
+  Allocator allocator() const {
+    return {[c = counts](DLDevice, size_t bytes, void*) -> void* {
+              ++c->allocated;
+              return ::operator new (std::max<size_t>(bytes, 1), std::align_val_t{64});
+            },
+            [c = counts](DLDevice, void* ptr, void*) {
+              ++c->released;
+              ::operator delete (ptr, std::align_val_t{64});
+            }};
+  }
+  int64_t allocated() const { return counts->allocated.load(); }
+  int64_t released() const { return counts->released.load(); }
+};
 
 // Sets (or unsets, with nullopt) an environment variable for one scope.
 class ScopedEnv {

@@ -64,7 +64,7 @@ DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& 
   }
   message[sizeof message - 1] = '\0';
   if (status != DK_OK) [[unlikely]] {
-    if (result != nullptr && result->deleter != nullptr) result->deleter(result);
+    delete_result(result);
     run_failed(op, backend, status, message);
   }
   if (result == nullptr) [[unlikely]]
