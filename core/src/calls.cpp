@@ -52,12 +52,14 @@ std::optional<DLDataType> dtype_of(const DLTensor* t) {
 
 }  // namespace
 
-DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend) {
+DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend,
+                                RuntimeAllocator* allocator) {
   char message[1024];
   message[0] = '\0';
   DLManagedTensor* result = nullptr;
   int32_t status = DK_ERR_INTERNAL;
   try {
+    const CallAllocatorScope scope(allocator);
     status = op.run(instance, &call, &result, message, sizeof message);
   } catch (...) {
     thrown(message, sizeof message);
@@ -74,7 +76,7 @@ DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& 
 
 DLManagedTensor* BoundOp::run(const dk_call& call) const {
   if (op == nullptr) throw Error(ErrorCode::invalid_argument, "BoundOp::run: no op bound");
-  return detail::run_op(*op, plugin, call, nullptr);
+  return detail::run_op(*op, plugin, call, nullptr, allocator);
 }
 
 Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
@@ -111,7 +113,7 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
     detail::check_varlen_contents(args, geometry);
   if (decision.fallback_count != nullptr) [[unlikely]]
     decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
-  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
+  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend, &impl_->allocator));
 }
 
 Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
@@ -146,7 +148,7 @@ Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
     detail::check_update_contents(args, geometry);
   if (decision.fallback_count != nullptr) [[unlikely]]
     decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
-  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
+  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend, &impl_->allocator));
 }
 
 }  // namespace deltakern

@@ -1,40 +1,22 @@
 #include "discovery.hpp"
 
-#include "dlpack_util.hpp"
 #include "install_paths.hpp"
 #include "log.hpp"
-#include "plugin_exception.hpp"
+#include "plugin_registry.hpp"
 #include "probe_gate.hpp"
 #include "rejection.hpp"
-#include "status.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <cstdlib>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-// Boost.DLL needs <string> and <vector> before its headers when built on std::filesystem.
-#include <boost/dll/shared_library.hpp>
 
 namespace deltakern::detail {
 namespace fs = std::filesystem;
-
-Backend::~Backend() {
-  if (!initialized || descriptor.shutdown == nullptr) return;
-  try {
-    descriptor.shutdown(instance);
-  } catch (...) {
-    // A plugin that throws out of shutdown must not stop the others' shutdown, nor lose what it said.
-    try {
-      logger().error("plugin '{}': shutdown threw {}", name, current_exception_text());
-    } catch (...) {
-    }
-  }
-}
 
 Plugins::~Plugins() {
   while (!backends.empty()) backends.pop_back();
@@ -48,28 +30,9 @@ const Backend* Plugins::find(std::string_view name) const {
 
 namespace {
 
-constexpr size_t kWhySize = 512;
-
-// Boost.DLL puts the loader's own words in parentheses after its message.
-std::string loader_message(std::string_view what) {
-  constexpr std::string_view marker = "(dlerror system message: ";
-  const size_t at = what.find(marker);
-  if (at == std::string_view::npos) return std::string(what);
-  const size_t begin = at + marker.size();
-  size_t end = what.rfind(')');
-  if (end == std::string_view::npos || end < begin) end = what.size();
-  return std::string(what.substr(begin, end - begin));
-}
-
-std::string message_or_status(const char* buffer, int32_t status) {
-  if (buffer[0] != '\0') return buffer;
-  return fmt::format("status {} ({})", status, status_name(status));
-}
-
 class Loader {
  public:
-  Loader(Plugins& plugins, HostServices& host, PhaseListener on_phase = {})
-      : plugins_(plugins), host_(host), on_phase_(std::move(on_phase)) {}
+  explicit Loader(Plugins& plugins) : plugins_(plugins) {}
 
   // Loads in this process whatever the gate has not already turned away.
   void load(const fs::path& path, ProbeGate* gate = nullptr) {
@@ -97,96 +60,56 @@ class Loader {
 
  private:
   void load_into(PluginInfo& info) {
-    auto backend = std::make_unique<Backend>();
-    boost::dll::shared_library library;
-    phase("loading", info);
-    try {
-      library.load(info.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    } catch (const std::exception& e) {
-      reject(fmt::format("dlopen failed: {}", loader_message(e.what())));
+    const auto identity = identity_of(info.path);
+    if (!identity) {
+      // Gone since it was listed: the loader says so in its own words.
+      const PluginLibrary vanished(info.path, info, {}, {});
+      reject("the file cannot be examined");
     }
-    // has() asks the loader; Boost 1.74's library_info would read only .symtab, which a
-    // stripped plugin does not have.
-    if (!library.has(DK_PLUGIN_ENTRY_SYMBOL))
-      reject(fmt::format("no entry symbol '{}'", DK_PLUGIN_ENTRY_SYMBOL));
-    const auto entry = library.get<const dk_plugin*(uint16_t, uint16_t)>(DK_PLUGIN_ENTRY_SYMBOL);
-    const dk_plugin* d = nullptr;
-    phase("calling " DK_PLUGIN_ENTRY_SYMBOL, info);
-    try {
-      d = entry(DK_ABI_MAJOR, DK_ABI_MINOR);
-    } catch (...) {
-      reject("the entry threw " + current_exception_text());
-    }
-    // Read through copies that cannot fault and checked against bounds: the core keeps its own.
-    backend->descriptor = read_descriptor(d, info, [&](const PluginInfo& named) {
-      if (const Backend* first = plugins_.find(named.name))
-        reject(
-            fmt::format("duplicate of '{}' loaded from {}", named.name, plugins_.info(*first).path.string()));
+    const auto acquired = PluginRegistry::instance().acquire(*identity, [&] {
+      auto loaded = std::make_unique<LoadedPlugin>();
+      loaded->identity = *identity;
+      loaded->library = std::make_unique<PluginLibrary>(
+          info.path, info, PhaseListener(), [&](const PluginInfo& named) { refuse_duplicate(named); });
+      loaded->library->start(info, {});
+      loaded->checked = info;
+      return loaded;
     });
-    for (size_t slot = 0; slot < kOpCount; ++slot) backend->ops[slot] = backend->descriptor.op(slot);
-    backend->op_info = backend->descriptor.op_info;
-    backend->check_errors = backend->descriptor.check_errors;
-    backend->name = info.name;
-    backend->library = std::make_shared<boost::dll::shared_library>(std::move(library));
-    initialize(*backend, info);
-    probe(*backend, info);
+    const LoadedPlugin& loaded = *acquired.plugin;
+    if (!acquired.loaded_now) {
+      // Started by another Runtime: what it found holds here too.
+      info.name = loaded.checked.name;
+      info.version = loaded.checked.version;
+      info.abi_major = loaded.checked.abi_major;
+      info.abi_minor = loaded.checked.abi_minor;
+      info.ops = loaded.checked.ops;
+      info.devices = loaded.checked.devices;
+      refuse_duplicate(info);
+    }
 
+    auto backend = std::make_unique<Backend>();
+    const Descriptor& d = loaded.library->descriptor();
+    backend->name = info.name;
+    for (size_t slot = 0; slot < kOpCount; ++slot) backend->ops[slot] = d.op(slot);
+    backend->op_info = d.op_info;
+    backend->instance = loaded.library->instance();
+    backend->check_errors = d.check_errors;
+    backend->loaded = acquired.plugin;
     info.state = PluginInfo::State::loaded;
-    logger().info("loaded plugin '{}' {} (ABI {}.{}) from {}", info.name, info.version, info.abi_major,
-                  info.abi_minor, info.path.string());
+    logger().info("loaded plugin '{}' {} (ABI {}.{}) from {}{}", info.name, info.version, info.abi_major,
+                  info.abi_minor, info.path.string(),
+                  acquired.loaded_now ? "" : " (shared with another Runtime of this process)");
     backend->info_index = plugins_.infos.size();
     plugins_.infos.push_back(std::move(info));
     plugins_.backends.push_back(std::move(backend));
   }
 
-  void initialize(Backend& backend, const PluginInfo& info) {
-    char error[kWhySize] = {};
-    int32_t status = DK_ERR_INTERNAL;
-    phase("running init", info);
-    try {
-      status = backend.descriptor.init(host_.table_for(info.name), &backend.instance, error, sizeof error);
-    } catch (...) {
-      reject("init failed: threw " + current_exception_text());
-    }
-    error[sizeof error - 1] = '\0';
-    if (status != DK_OK) reject(fmt::format("init failed: {}", message_or_status(error, status)));
-    backend.initialized = true;
-  }
-
-  void probe(Backend& backend, PluginInfo& info) {
-    phase("running probe", info);
-    for (const auto& op : info.ops) {
-      for (const auto& device : op.devices) {
-        const bool seen = std::any_of(info.devices.begin(), info.devices.end(),
-                                      [&](const auto& d) { return d.type == device.type; });
-        if (seen) continue;
-        PluginInfo::DeviceStatus status{device.type, true, {}};
-        if (backend.descriptor.probe != nullptr) {
-          char why[kWhySize] = {};
-          int32_t result = DK_ERR_INTERNAL;
-          try {
-            result = backend.descriptor.probe(backend.instance, device.type, why, sizeof why);
-          } catch (...) {
-            std::snprintf(why, sizeof why, "probe threw %s", current_exception_text().c_str());
-          }
-          why[sizeof why - 1] = '\0';
-          if (result != DK_OK) status = {device.type, false, message_or_status(why, result)};
-        }
-        if (!status.available)
-          logger().info("plugin '{}' is unavailable on {}: {}", info.name, device_type_name(device.type),
-                        status.reason);
-        info.devices.push_back(std::move(status));
-      }
-    }
-  }
-
-  void phase(std::string_view name, const PluginInfo& so_far) const {
-    if (on_phase_) on_phase_(name, so_far);
+  void refuse_duplicate(const PluginInfo& info) const {
+    if (const Backend* first = plugins_.find(info.name))
+      reject(fmt::format("duplicate of '{}' loaded from {}", info.name, plugins_.info(*first).path.string()));
   }
 
   Plugins& plugins_;
-  HostServices& host_;
-  PhaseListener on_phase_;
 };
 
 fs::path normalized(const fs::path& path) {
@@ -244,10 +167,10 @@ std::vector<fs::path> plugin_search_dirs(const RuntimeOptions& options, const Co
   return dirs;
 }
 
-Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::path> dirs, HostServices& host,
+Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::path> dirs,
                          const ProbeConfig& probe) {
   Plugins plugins;
-  Loader loader(plugins, host);
+  Loader loader(plugins);
   std::optional<ProbeGate> gate;
   if (probe.mode == ProbeMode::child) gate.emplace(probe);
   std::set<fs::path> seen;  // one file reached twice (a --plugin inside a searched dir) loads once
@@ -265,17 +188,6 @@ Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::pa
     plugins.probe_children = gate->children_spawned();
   }
   return plugins;
-}
-
-PluginInfo check_library_alone(const fs::path& path, HostServices& host, const PhaseListener& on_phase) {
-  PluginInfo info;
-  {
-    Plugins plugins;
-    Loader(plugins, host, on_phase).load(path);
-    info = plugins.infos.at(0);
-    on_phase("shutting down and unloading", info);
-  }  // the plugin's shutdown, then its static destructors as it is unmapped
-  return info;
 }
 
 }  // namespace deltakern::detail

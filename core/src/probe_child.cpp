@@ -1,10 +1,10 @@
 #include "probe_child.hpp"
 
-#include "discovery.hpp"
-#include "host_services.hpp"
 #include "log.hpp"
+#include "plugin_library.hpp"
 #include "probe_protocol.hpp"
 #include "probe_verdict.hpp"
+#include "rejection.hpp"
 
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -85,6 +85,30 @@ ProbeVerdict verdict_of(const PluginInfo& info) {
   return verdict;
 }
 
+// The library alone: loaded, started, stopped and unloaded, each step announced first.
+ProbeVerdict live_once(const std::filesystem::path& path, const PhaseListener& on_phase) {
+  PluginInfo info;
+  info.path = path;
+  info.state = PluginInfo::State::rejected;
+  std::optional<PluginLibrary> library;
+  try {
+    library.emplace(path, info, on_phase, nullptr);
+    library->start(info, on_phase);
+    info.state = PluginInfo::State::loaded;
+  } catch (const Rejection& e) {
+    info.reason = e.what();
+  } catch (const std::exception& e) {
+    info.reason = fmt::format("unexpected failure while loading: {}", e.what());
+  } catch (...) {
+    info.reason = "unexpected failure while loading";
+  }
+  if (library) {
+    on_phase("shutting down and unloading", info);
+    library.reset();  // the plugin's shutdown, then its static destructors as it is unmapped
+  }
+  return verdict_of(info);
+}
+
 // A plugin's strings may hold any bytes; the line must stay valid JSON.
 std::string json_line(const ProbeVerdict& verdict) {
   return nlohmann::json(verdict).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -122,7 +146,6 @@ int run_probe_child(int argc, char** argv) {
   // errors (and a plugin's own messages at the engine's level, as they would come in-process).
   logger().set_level(args->log_level);
 
-  HostServices host;
   bool named = false;
   const auto on_phase = [&](std::string_view phase, const PluginInfo& so_far) {
     if (!named && !so_far.name.empty()) {
@@ -131,7 +154,7 @@ int run_probe_child(int argc, char** argv) {
     }
     write_line(args->verdict_fd, protocol::kPhase, phase);
   };
-  const ProbeVerdict verdict = verdict_of(check_library_alone(args->library, host, on_phase));
+  const ProbeVerdict verdict = live_once(args->library, on_phase);
   write_line(args->verdict_fd, protocol::kVerdict, json_line(verdict));
   // Nothing after the verdict may change it: no exit handlers, no static destructors.
   std::_Exit(0);
