@@ -338,3 +338,24 @@ BOOST_AUTO_TEST_CASE(bad_probe_keys_name_the_file_line_and_key) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_thread_that_crashes_after_init_is_caught_while_the_child_waits) {
+  const Setup setup;
+  const fs::path file = hostile_plugin("later", "crash_in_thread_after_init");
+  const Runtime rt(setup.options({}, {file, test_plugin_file("standin")}));
+  require_rejected_for(
+      rt, file,
+      "probe child killed by signal 11 (SIGSEGV) while waiting after init (a thread the plugin "
+      "started?)");
+  BOOST_TEST(rt.plugin("crash_in_thread_after_init") == nullptr);
+  BOOST_TEST(rt.plugin("standin") != nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(a_plugin_that_cannot_be_started_twice_is_caught_on_its_second_init) {
+  const Setup setup;
+  const fs::path file = hostile_plugin("later", "crash_on_second_init");
+  const Runtime rt(setup.options({}, {file}));
+  require_rejected_for(rt, file,
+                       "probe child killed by signal 11 (SIGSEGV) while running init again after shutdown");
+  BOOST_TEST(listed(rt, file).name == "crash_on_second_init");
+}

@@ -29,8 +29,8 @@ inline fs::path test_plugin_file(std::string_view name) {
   return test_plugin_dir() / ("libdeltakern_test_" + std::string(name) + ".so");
 }
 
-// A hostile plugin of the build, in the folder of its kind ("" for the first six, "descriptor",
-// "exceptions", "shared").
+// A hostile plugin of the build, in the folder of its kind ("" for the first six, "later",
+// "descriptor", "exceptions", "shared").
 inline fs::path hostile_plugin(std::string_view folder, std::string_view name) {
   return fs::path(DK_TEST_HOSTILE_PLUGIN_DIR) / folder /
          ("libdeltakern_hostile_" + std::string(name) + ".so");

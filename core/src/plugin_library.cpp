@@ -76,22 +76,22 @@ PluginLibrary::~PluginLibrary() {
   library_.reset();  // the plugin's static destructors run as it is unmapped
 }
 
-void PluginLibrary::start(PluginInfo& info, const PhaseListener& on_phase) {
+void PluginLibrary::start(PluginInfo& info, const PhaseListener& on_phase, const StartRound& round) {
   char error[kWhySize] = {};
   int32_t status = DK_ERR_INTERNAL;
   void* instance = nullptr;
-  announce(on_phase, "running init", info);
+  announce(on_phase, round.init_phase, info);
   try {
     status = descriptor_.init(host_->table(), &instance, error, sizeof error);
   } catch (...) {
-    reject("init failed: threw " + current_exception_text());
+    reject(fmt::format("{}: threw {}", round.init_failed, current_exception_text()));
   }
   error[sizeof error - 1] = '\0';
-  if (status != DK_OK) reject(fmt::format("init failed: {}", message_or_status(error, status)));
+  if (status != DK_OK) reject(fmt::format("{}: {}", round.init_failed, message_or_status(error, status)));
   instance_ = instance;
   started_ = true;
 
-  announce(on_phase, "running probe", info);
+  announce(on_phase, round.probe_phase, info);
   info.devices.clear();
   for (const auto& op : info.ops) {
     for (const auto& device : op.devices) {

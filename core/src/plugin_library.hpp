@@ -22,6 +22,15 @@ namespace deltakern::detail {
 // there, and which plugin it was.
 using PhaseListener = std::function<void(std::string_view phase, const PluginInfo& so_far)>;
 
+// How a start announces itself and words its failure: the probe child starts a library twice.
+struct StartRound {
+  std::string_view init_phase, probe_phase, init_failed;
+};
+inline constexpr StartRound kFirstStart{"running init", "running probe", "init failed"};
+inline constexpr StartRound kStartAgain{"running init again after shutdown",
+                                        "running probe again after shutdown",
+                                        "init failed again after shutdown"};
+
 class PluginLibrary {
  public:
   // Maps the library and reads its descriptor into info (name, version, ABI, ops). `named`
@@ -35,7 +44,7 @@ class PluginLibrary {
 
   // init, then the probe of every device type an op declares, into info.devices (replaced).
   // Throws Rejection; the plugin is then not started.
-  void start(PluginInfo& info, const PhaseListener& on_phase);
+  void start(PluginInfo& info, const PhaseListener& on_phase, const StartRound& round = kFirstStart);
   void stop() noexcept;  // shutdown, when started; an exception it throws is logged
 
   const Descriptor& descriptor() const { return descriptor_; }

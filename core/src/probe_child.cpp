@@ -21,11 +21,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace deltakern::detail {
 namespace {
 
 namespace protocol = probe_protocol;
+
+// How long the first life waits between init and shutdown, so that a thread the plugin
+// started in init and that crashes soon after does it here. A cost on every child (but not on
+// a cached verdict): kept small, it cannot catch what comes later.
+constexpr auto kSettleAfterInit = std::chrono::milliseconds(50);
 
 std::optional<long> number(std::string_view text) {
   long value = 0;
@@ -85,8 +91,11 @@ ProbeVerdict verdict_of(const PluginInfo& info) {
   return verdict;
 }
 
-// The library alone: loaded, started, stopped and unloaded, each step announced first.
-ProbeVerdict live_once(const std::filesystem::path& path, const PhaseListener& on_phase) {
+// The library's whole life, twice over on one mapping: load; init, probe, a short wait,
+// shutdown; init, probe, shutdown again; unload. The engine may do each of these, and a
+// Runtime created after the last one holding the plugin was destroyed starts it again in the
+// same process.
+ProbeVerdict live_twice(const std::filesystem::path& path, const PhaseListener& on_phase) {
   PluginInfo info;
   info.path = path;
   info.state = PluginInfo::State::rejected;
@@ -94,6 +103,14 @@ ProbeVerdict live_once(const std::filesystem::path& path, const PhaseListener& o
   try {
     library.emplace(path, info, on_phase, nullptr);
     library->start(info, on_phase);
+    on_phase("waiting after init (a thread the plugin started?)", info);
+    std::this_thread::sleep_for(kSettleAfterInit);
+    on_phase("shutting down", info);
+    library->stop();
+    PluginInfo again = info;
+    library->start(again, on_phase, kStartAgain);
+    on_phase("shutting down after the second init", info);
+    library->stop();
     info.state = PluginInfo::State::loaded;
   } catch (const Rejection& e) {
     info.reason = e.what();
@@ -103,8 +120,8 @@ ProbeVerdict live_once(const std::filesystem::path& path, const PhaseListener& o
     info.reason = "unexpected failure while loading";
   }
   if (library) {
-    on_phase("shutting down and unloading", info);
-    library.reset();  // the plugin's shutdown, then its static destructors as it is unmapped
+    on_phase("unloading", info);
+    library.reset();  // its static destructors, as it is unmapped
   }
   return verdict_of(info);
 }
@@ -154,7 +171,7 @@ int run_probe_child(int argc, char** argv) {
     }
     write_line(args->verdict_fd, protocol::kPhase, phase);
   };
-  const ProbeVerdict verdict = live_once(args->library, on_phase);
+  const ProbeVerdict verdict = live_twice(args->library, on_phase);
   write_line(args->verdict_fd, protocol::kVerdict, json_line(verdict));
   // Nothing after the verdict may change it: no exit handlers, no static destructors.
   std::_Exit(0);
