@@ -359,3 +359,21 @@ BOOST_AUTO_TEST_CASE(a_plugin_that_cannot_be_started_twice_is_caught_on_its_seco
                        "probe child killed by signal 11 (SIGSEGV) while running init again after shutdown");
   BOOST_TEST(listed(rt, file).name == "crash_on_second_init");
 }
+
+BOOST_AUTO_TEST_CASE(children_of_uncached_libraries_run_at_once) {
+  // Four hanging libraries cost about one time-out, not four.
+  const TempDir cache, libraries;
+  constexpr int kCopies = 4, kShortTimeoutMs = 500;
+  for (int i = 0; i < kCopies; ++i)
+    fs::copy_file(hostile_plugin_file("hang_in_init"),
+                  libraries.path() / ("libhang_" + std::to_string(i) + ".so"));
+  const Setup setup(Setup::fmt("probe_timeout_ms = {}\nprobe_cache = \"{}\"\n", kShortTimeoutMs,
+                               (cache.path() / "v.json").string()));
+  const auto start = std::chrono::steady_clock::now();
+  const Runtime rt(setup.options({libraries.path()}));
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  BOOST_TEST(rt.probe_summary().children == size_t{kCopies});
+  for (const auto& p : rt.plugins()) BOOST_TEST(contains(p.reason, "probe timed out after 500 ms"), p.reason);
+  BOOST_TEST(took.count() < 3 * kShortTimeoutMs, "took " << took.count() << " ms");
+}

@@ -173,16 +173,18 @@ Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::pa
   Loader loader(plugins);
   std::optional<ProbeGate> gate;
   if (probe.mode == ProbeMode::child) gate.emplace(probe);
-  std::set<fs::path> seen;  // one file reached twice (a --plugin inside a searched dir) loads once
+  std::vector<fs::path> candidates;  // in search order
+  std::set<fs::path> seen;           // one file reached twice (a --plugin inside a searched dir) loads once
   const auto consider = [&](const fs::path& file) {
-    if (seen.insert(normalized(file)).second)
-      loader.load(fs::absolute(file).lexically_normal(), gate ? &*gate : nullptr);
+    if (seen.insert(normalized(file)).second) candidates.push_back(fs::absolute(file).lexically_normal());
   };
   for (const auto& file : files) consider(file);
   for (const auto& dir : dirs) {
     logger().debug("searching {} for plugins", dir.string());
     for (const auto& file : libraries_in(dir)) consider(file);
   }
+  if (gate) gate->probe_ahead(candidates);
+  for (const auto& file : candidates) loader.load(file, gate ? &*gate : nullptr);
   if (gate) {
     gate->save_cache();
     plugins.probe_children = gate->children_spawned();
