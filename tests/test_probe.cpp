@@ -360,6 +360,53 @@ BOOST_AUTO_TEST_CASE(a_plugin_that_cannot_be_started_twice_is_caught_on_its_seco
   BOOST_TEST(listed(rt, file).name == "crash_on_second_init");
 }
 
+BOOST_AUTO_TEST_CASE(a_verdict_is_made_stale_by_a_change_to_the_libraries_own_dependency) {
+  const Setup setup;
+  const TempDir libraries;
+  const fs::path plugin = libraries.path() / hostile_plugin("dependency", "with_dependency").filename();
+  const fs::path dependency = libraries.path() / "libdeltakern_test_answer.so";
+  fs::copy_file(hostile_plugin("dependency", "with_dependency"), plugin);
+  fs::copy_file(hostile_plugin_dir() / "dependency" / "libdeltakern_test_answer.so", dependency);
+  const auto options = setup.options({}, {plugin});
+  {
+    const Runtime first(options);
+    BOOST_TEST(first.probe_summary().children == 1u);
+    BOOST_TEST(first.plugin("with_dependency") != nullptr, listed(first, plugin).reason);
+  }
+  // The verdict names the dependency as the child's loader found it, with its identity.
+  const auto entries = read_json(setup.cache_file()).at("entries");
+  BOOST_TEST_REQUIRE(entries.size() == 1u);
+  const auto& dependencies = entries[0].at("verdict").at("dependencies");
+  BOOST_TEST_REQUIRE(dependencies.size() == 1u, dependencies.dump());
+  BOOST_TEST(dependencies[0].at("path").get<std::string>() == fs::canonical(dependency).string());
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u, "nothing changed: the verdict holds");
+
+  // Another build of the dependency, written beside it and renamed over it, as an upgrade does.
+  const fs::path next = libraries.path() / "next.tmp";
+  fs::copy_file(hostile_plugin_dir() / "dependency" / "answer-2" / "libdeltakern_test_answer.so", next);
+  fs::rename(next, dependency);
+  const Runtime after(options);
+  BOOST_TEST(after.probe_summary().children == 1u, "a changed dependency is probed again");
+  require_rejected_for(after, plugin, "init failed: with_dependency: its dependency answered 2, not 1");
+  BOOST_TEST((listed(after, plugin).probe == PluginInfo::Probe::child));
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
+
+  fs::remove(dependency);
+  BOOST_TEST(Runtime(options).probe_summary().children == 1u, "a vanished dependency is probed again");
+}
+
+BOOST_AUTO_TEST_CASE(a_verdict_is_made_stale_by_a_changed_ld_library_path) {
+  const Setup setup;
+  const auto options = setup.options({}, {test_plugin_file("standin")});
+  BOOST_TEST(Runtime(options).probe_summary().children == 1u);
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  const ScopedEnv path("LD_LIBRARY_PATH",
+                       (old != nullptr ? std::string(old) + ":" : "") + "/nonexistent/lib");
+  BOOST_TEST(Runtime(options).probe_summary().children == 1u);
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(children_of_uncached_libraries_run_at_once) {
   // Four hanging libraries cost about one time-out, not four.
   const TempDir cache, libraries;

@@ -30,7 +30,7 @@ inline fs::path test_plugin_file(std::string_view name) {
 }
 
 // A hostile plugin of the build, in the folder of its kind ("" for the first six, "later",
-// "descriptor", "exceptions", "shared").
+// "descriptor", "exceptions", "shared", "dependency").
 inline fs::path hostile_plugin(std::string_view folder, std::string_view name) {
   return fs::path(DK_TEST_HOSTILE_PLUGIN_DIR) / folder /
          ("libdeltakern_hostile_" + std::string(name) + ".so");

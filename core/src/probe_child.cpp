@@ -1,5 +1,6 @@
 #include "probe_child.hpp"
 
+#include "loaded_objects.hpp"
 #include "log.hpp"
 #include "plugin_library.hpp"
 #include "probe_protocol.hpp"
@@ -94,11 +95,12 @@ ProbeVerdict verdict_of(const PluginInfo& info) {
 // The library's whole life, twice over on one mapping: load; init, probe, a short wait,
 // shutdown; init, probe, shutdown again; unload. The engine may do each of these, and a
 // Runtime created after the last one holding the plugin was destroyed starts it again in the
-// same process.
+// same process. Returns the verdict with the non-system libraries that loading it added.
 ProbeVerdict live_twice(const std::filesystem::path& path, const PhaseListener& on_phase) {
   PluginInfo info;
   info.path = path;
   info.state = PluginInfo::State::rejected;
+  const auto before = loaded_objects();
   std::optional<PluginLibrary> library;
   try {
     library.emplace(path, info, on_phase, nullptr);
@@ -119,11 +121,15 @@ ProbeVerdict live_twice(const std::filesystem::path& path, const PhaseListener& 
   } catch (...) {
     info.reason = "unexpected failure while loading";
   }
+  ProbeVerdict verdict = verdict_of(info);
   if (library) {
+    // A failing verdict depends on them as much as a passing one: a fixed dependency may fix it.
+    if (const auto plugin = identity_of(path))
+      verdict.dependencies = non_system_additions(before, loaded_objects(), *plugin);
     on_phase("unloading", info);
     library.reset();  // its static destructors, as it is unmapped
   }
-  return verdict_of(info);
+  return verdict;
 }
 
 // A plugin's strings may hold any bytes; the line must stay valid JSON.

@@ -41,9 +41,10 @@ ProbeGate::ProbeGate(const ProbeConfig& config)
 
 bool ProbeGate::admit(PluginInfo& info, const Plugins& loaded) {
   const auto identity = identity_of(info.path);
+  const std::string ld_library_path = current_ld_library_path();
   std::optional<ProbeVerdict> verdict;
   if (cache_ && identity) {
-    verdict = cache_->find(*identity, how_.timeout);
+    verdict = cache_->find(*identity, how_.timeout, ld_library_path);
     if (verdict) info.probe = PluginInfo::Probe::cache;
   }
   if (!verdict) {
@@ -69,7 +70,7 @@ bool ProbeGate::admit(PluginInfo& info, const Plugins& loaded) {
     verdict = std::move(outcome.verdict);
     info.probe = PluginInfo::Probe::child;
     info.probe_note = fmt::format("{} ms", outcome.took.count());
-    if (cache_ && identity) cache_->store(*identity, *verdict);
+    if (cache_ && identity) cache_->store(*identity, *verdict, ld_library_path);
   }
   info.name = verdict->name;
   info.version = verdict->version;
@@ -92,10 +93,12 @@ bool ProbeGate::admit(PluginInfo& info, const Plugins& loaded) {
 }
 
 void ProbeGate::probe_ahead(const std::vector<std::filesystem::path>& libraries) {
+  const std::string ld_library_path = current_ld_library_path();
   std::vector<std::filesystem::path> wanted;
   for (const auto& path : libraries) {
     const auto identity = identity_of(path);
-    if (!cache_ || !identity || !cache_->find(*identity, how_.timeout)) wanted.push_back(path);
+    if (!cache_ || !identity || !cache_->find(*identity, how_.timeout, ld_library_path))
+      wanted.push_back(path);
   }
   if (wanted.size() < 2) return;  // nothing to overlap
   std::vector<std::optional<ChildOutcome>> outcomes(wanted.size());
