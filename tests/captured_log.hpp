@@ -31,6 +31,12 @@ struct CapturedLog {
     }
     return out;
   }
+  // Lines of any level ("error: ...", "warning: ...") that contain `text`.
+  static size_t lines_containing(std::string_view text) {
+    const auto all = sink->last_formatted();
+    return static_cast<size_t>(
+        std::count_if(all.begin(), all.end(), [&](const std::string& l) { return l.find(text) != l.npos; }));
+  }
   static size_t warnings_containing(std::string_view text) {
     const auto all = warnings();
     return static_cast<size_t>(

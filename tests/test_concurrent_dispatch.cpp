@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -239,4 +240,107 @@ BOOST_AUTO_TEST_CASE(the_references_exercise_both_contracts_and_both_sync_paths)
   BOOST_TEST(saw_in_place);
   BOOST_TEST(saw_fresh);
   BOOST_TEST(saw_sync);
+}
+
+BOOST_AUTO_TEST_CASE(
+    two_runtimes_sharing_a_plugin_allocate_each_with_their_own_allocator_from_eight_threads) {
+  // One portable instance serves both; its host table is the same for both, so only the
+  // thread's current call says whose allocator a fresh output comes from.
+  const auto forced_portable = [] {
+    RuntimeOptions o = base_options();
+    o.force_backend = "portable";
+    return o;
+  };
+  Runtime counted(forced_portable()), plain(forced_portable());
+  const CountingAllocator counting;
+  counted.set_allocator(counting.allocator());
+  const auto call = [](Runtime& rt) {
+    UpdateCall c;
+    const Tensor out = rt.causal_conv1d_update(c.args());
+  };
+  call(counted);
+  const int64_t per_call = counting.allocated();
+  BOOST_TEST_REQUIRE(per_call >= 1);
+  call(plain);
+  BOOST_TEST_REQUIRE(counting.allocated() == per_call,
+                     "the other runtime's call used the counting allocator");
+
+  constexpr int kCalls = 50;
+  std::barrier start(kThreads);
+  std::vector<std::string> failures(kThreads);
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        start.arrive_and_wait();
+        try {
+          for (int i = 0; i < kCalls; ++i) call((i + t) % 2 == 0 ? counted : plain);
+        } catch (const std::exception& e) {
+          failures[t] = e.what();
+        }
+      });
+  }
+  for (const auto& f : failures) BOOST_TEST(f.empty(), f);
+  BOOST_TEST(counting.allocated() == per_call * (1 + kThreads * kCalls / 2));
+  BOOST_TEST(counting.released() == counting.allocated());
+}
+
+BOOST_AUTO_TEST_CASE(runtimes_created_and_destroyed_on_four_threads_never_start_a_plugin_twice) {
+  // single_instance refuses an init while an instance is alive, and its shutdown takes 5 ms: a
+  // Runtime that started it beside another (two inits), or while the last holder was still
+  // shutting it down, would be refused. Each round every thread holds a runtime; all but one
+  // let go; then that one lets go (the last release: a shutdown) while the others make their
+  // next runtime (acquires racing it); then all four are alive at once and call.
+  const TempDir dir;
+  RuntimeOptions o;
+  o.read_environment = false;
+  o.search_default_dirs = false;
+  o.plugin_files = {hostile_plugin("shared", "single_instance")};
+  o.force_backend = "single_instance";
+  o.config_file =
+      dir.write("deltakern.toml", "[plugins]\nprobe = \"in-process\"\n[logging]\nlevel = \"error\"\n");
+  constexpr int kWorkers = 4, kRounds = 8;
+  std::barrier step(kWorkers);
+  std::vector<std::string> failures(kWorkers);
+  const auto attempt = [&](int t, const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      if (failures[t].empty()) failures[t] = e.what();
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kWorkers; ++t)
+      threads.emplace_back([&, t] {
+        std::optional<Runtime> rt;
+        const auto make = [&] {
+          rt.emplace(o);
+          if (rt->plugin("single_instance") == nullptr && failures[t].empty())
+            failures[t] = "not loaded: " + rt->plugins().at(0).reason;
+        };
+        attempt(t, make);
+        for (int round = 0; round < kRounds; ++round) {
+          const bool last_holder = t == round % kWorkers;
+          step.arrive_and_wait();
+          if (!last_holder) rt.reset();
+          step.arrive_and_wait();  // one runtime left
+          attempt(t, [&] {
+            if (last_holder)
+              rt.reset();
+            else
+              make();
+          });
+          if (last_holder) attempt(t, make);
+          step.arrive_and_wait();  // all four alive at once
+          attempt(t, [&] {
+            if (rt && rt->plugin("single_instance") != nullptr) {
+              VarlenCall c;
+              const Tensor out = rt->causal_conv1d_varlen(c.args());
+            }
+          });
+        }
+      });
+  }
+  for (const auto& f : failures) BOOST_TEST(f.empty(), f);
 }

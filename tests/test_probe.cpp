@@ -338,3 +338,89 @@ BOOST_AUTO_TEST_CASE(bad_probe_keys_name_the_file_line_and_key) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_thread_that_crashes_after_init_is_caught_while_the_child_waits) {
+  const Setup setup;
+  const fs::path file = hostile_plugin("later", "crash_in_thread_after_init");
+  const Runtime rt(setup.options({}, {file, test_plugin_file("standin")}));
+  require_rejected_for(
+      rt, file,
+      "probe child killed by signal 11 (SIGSEGV) while waiting after init (a thread the plugin "
+      "started?)");
+  BOOST_TEST(rt.plugin("crash_in_thread_after_init") == nullptr);
+  BOOST_TEST(rt.plugin("standin") != nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(a_plugin_that_cannot_be_started_twice_is_caught_on_its_second_init) {
+  const Setup setup;
+  const fs::path file = hostile_plugin("later", "crash_on_second_init");
+  const Runtime rt(setup.options({}, {file}));
+  require_rejected_for(rt, file,
+                       "probe child killed by signal 11 (SIGSEGV) while running init again after shutdown");
+  BOOST_TEST(listed(rt, file).name == "crash_on_second_init");
+}
+
+BOOST_AUTO_TEST_CASE(a_verdict_is_made_stale_by_a_change_to_the_libraries_own_dependency) {
+  const Setup setup;
+  const TempDir libraries;
+  const fs::path plugin = libraries.path() / hostile_plugin("dependency", "with_dependency").filename();
+  const fs::path dependency = libraries.path() / "libdeltakern_test_answer.so";
+  fs::copy_file(hostile_plugin("dependency", "with_dependency"), plugin);
+  fs::copy_file(hostile_plugin_dir() / "dependency" / "libdeltakern_test_answer.so", dependency);
+  const auto options = setup.options({}, {plugin});
+  {
+    const Runtime first(options);
+    BOOST_TEST(first.probe_summary().children == 1u);
+    BOOST_TEST(first.plugin("with_dependency") != nullptr, listed(first, plugin).reason);
+  }
+  // The verdict names the dependency as the child's loader found it, with its identity.
+  const auto entries = read_json(setup.cache_file()).at("entries");
+  BOOST_TEST_REQUIRE(entries.size() == 1u);
+  const auto& dependencies = entries[0].at("verdict").at("dependencies");
+  BOOST_TEST_REQUIRE(dependencies.size() == 1u, dependencies.dump());
+  BOOST_TEST(dependencies[0].at("path").get<std::string>() == fs::canonical(dependency).string());
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u, "nothing changed: the verdict holds");
+
+  // Another build of the dependency, written beside it and renamed over it, as an upgrade does.
+  const fs::path next = libraries.path() / "next.tmp";
+  fs::copy_file(hostile_plugin_dir() / "dependency" / "answer-2" / "libdeltakern_test_answer.so", next);
+  fs::rename(next, dependency);
+  const Runtime after(options);
+  BOOST_TEST(after.probe_summary().children == 1u, "a changed dependency is probed again");
+  require_rejected_for(after, plugin, "init failed: with_dependency: its dependency answered 2, not 1");
+  BOOST_TEST((listed(after, plugin).probe == PluginInfo::Probe::child));
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
+
+  fs::remove(dependency);
+  BOOST_TEST(Runtime(options).probe_summary().children == 1u, "a vanished dependency is probed again");
+}
+
+BOOST_AUTO_TEST_CASE(a_verdict_is_made_stale_by_a_changed_ld_library_path) {
+  const Setup setup;
+  const auto options = setup.options({}, {test_plugin_file("standin")});
+  BOOST_TEST(Runtime(options).probe_summary().children == 1u);
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  const ScopedEnv path("LD_LIBRARY_PATH",
+                       (old != nullptr ? std::string(old) + ":" : "") + "/nonexistent/lib");
+  BOOST_TEST(Runtime(options).probe_summary().children == 1u);
+  BOOST_TEST(Runtime(options).probe_summary().children == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(children_of_uncached_libraries_run_at_once) {
+  // Four hanging libraries cost about one time-out, not four.
+  const TempDir cache, libraries;
+  constexpr int kCopies = 4, kShortTimeoutMs = 500;
+  for (int i = 0; i < kCopies; ++i)
+    fs::copy_file(hostile_plugin_file("hang_in_init"),
+                  libraries.path() / ("libhang_" + std::to_string(i) + ".so"));
+  const Setup setup(Setup::fmt("probe_timeout_ms = {}\nprobe_cache = \"{}\"\n", kShortTimeoutMs,
+                               (cache.path() / "v.json").string()));
+  const auto start = std::chrono::steady_clock::now();
+  const Runtime rt(setup.options({libraries.path()}));
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  BOOST_TEST(rt.probe_summary().children == size_t{kCopies});
+  for (const auto& p : rt.plugins()) BOOST_TEST(contains(p.reason, "probe timed out after 500 ms"), p.reason);
+  BOOST_TEST(took.count() < 3 * kShortTimeoutMs, "took " << took.count() << " ms");
+}

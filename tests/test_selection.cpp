@@ -171,6 +171,61 @@ BOOST_AUTO_TEST_CASE(forcing_a_backend_that_is_not_loaded_is_an_error) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_forced_backend_that_was_rejected_is_reported_with_its_rejection) {
+  const auto refusal = [](Runtime& rt) {
+    VarlenCall call;
+    try {
+      const Tensor t = rt.causal_conv1d_varlen(call.args());
+    } catch (const Error& e) {
+      BOOST_TEST((e.code() == ErrorCode::unsupported), e.what());
+      return std::string(e.what());
+    }
+    BOOST_FAIL("a call was served with a forced backend that was rejected");
+    return std::string();
+  };
+  {
+    RuntimeOptions o = base_options();
+    o.force_backend = "init_fails";
+    Runtime rt(o);
+    const std::string expected =
+        "forced backend 'init_fails' (RuntimeOptions::force_backend) was rejected at load: init failed: "
+        "init_fails "
+        "refuses to start (test plugin) (" +
+        test_plugin_file("init_fails").string() + ")";
+    BOOST_TEST(refusal(rt) == "causal_conv1d_varlen: " + expected);
+    const Decision d = rt.explain(varlen_signature());
+    BOOST_TEST(d.why == expected);
+    BOOST_TEST(contains(d.describe(), expected), d.describe());
+  }
+  {
+    // Named by DELTAKERN_BACKEND, the source says so.
+    const ScopedEnv backend("DELTAKERN_BACKEND", "init_fails");
+    const ScopedEnv config("DELTAKERN_CONFIG", std::nullopt);
+    const ScopedEnv path("DELTAKERN_PLUGIN_PATH", std::nullopt);
+    RuntimeOptions o = base_options();
+    o.read_environment = true;
+    Runtime rt(o);
+    BOOST_TEST(contains(refusal(rt),
+                        "forced backend 'init_fails' (DELTAKERN_BACKEND) was rejected at load: init failed"));
+  }
+  {
+    // A library that died before declaring its name is known by its file name.
+    RuntimeOptions o = base_options();
+    o.plugin_files = {hostile_plugin("", "crash_in_static_init")};
+    o.force_backend = "crash_in_static_init";
+    Runtime rt(o);
+    const std::string got = refusal(rt);
+    BOOST_TEST(
+        contains(
+            got,
+            "forced backend 'crash_in_static_init' (RuntimeOptions::force_backend) was rejected at load: "
+            "probe child killed by signal 11 (SIGSEGV) while loading (" +
+                hostile_plugin("", "crash_in_static_init").string()),
+        got);
+    BOOST_TEST(!contains(got, "not installed"), got);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(decisions_are_stable) {
   const TempDir dir;
   Runtime rt(with_toml(dir, "[dispatch]\norder = [\"standin\", \"portable\"]\n"));

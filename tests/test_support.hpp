@@ -5,10 +5,13 @@
 #include <deltakern/runtime.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <new>
 #include <optional>
 #include <random>
 #include <string>
@@ -24,6 +27,13 @@ inline fs::path test_plugin_dir() { return DK_TEST_PLUGIN_DIR; }
 inline fs::path source_dir() { return DK_TEST_SOURCE_DIR; }
 inline fs::path test_plugin_file(std::string_view name) {
   return test_plugin_dir() / ("libdeltakern_test_" + std::string(name) + ".so");
+}
+
+// A hostile plugin of the build, in the folder of its kind ("" for the first six, "later",
+// "descriptor", "exceptions", "shared", "dependency").
+inline fs::path hostile_plugin(std::string_view folder, std::string_view name) {
+  return fs::path(DK_TEST_HOSTILE_PLUGIN_DIR) / folder /
+         ("libdeltakern_hostile_" + std::string(name) + ".so");
 }
 
 inline RuntimeOptions base_options() {
@@ -44,6 +54,27 @@ inline Runtime& standin_runtime() {
   }());
   return rt;
 }
+
+// The default allocator's host memory, counted: which Runtime's allocator served a call, and
+// whether what it gave came back to it. The counts outlive the Runtime it is installed on.
+struct CountingAllocator {
+  struct Counts {
+    std::atomic<int64_t> allocated{0}, released{0};
+  };
+  std::shared_ptr<Counts> counts = std::make_shared<Counts>();
+  Allocator allocator() const {
+    return {[c = counts](DLDevice, size_t bytes, void*) -> void* {
+              ++c->allocated;
+              return ::operator new (std::max<size_t>(bytes, 1), std::align_val_t{64});
+            },
+            [c = counts](DLDevice, void* ptr, void*) {
+              ++c->released;
+              ::operator delete (ptr, std::align_val_t{64});
+            }};
+  }
+  int64_t allocated() const { return counts->allocated.load(); }
+  int64_t released() const { return counts->released.load(); }
+};
 
 // Sets (or unsets, with nullopt) an environment variable for one scope.
 class ScopedEnv {

@@ -1,6 +1,7 @@
 // The two ops, end to end: check the arguments, find the cached decision, pack a dk_call in
 // schema order, run the chosen backend. On a cached decision this path allocates nothing,
 // formats nothing and logs nothing; everything that does lives behind [[unlikely]] branches.
+#include "plugin_exception.hpp"
 #include "runtime_impl.hpp"
 #include "status.hpp"
 #include "validate.hpp"
@@ -9,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 namespace deltakern {
@@ -25,6 +27,11 @@ namespace {
   throw Error(detail::error_code_of(status), backend != nullptr
                                                  ? fmt::format("{}: {}: {}", backend, op.name, what)
                                                  : fmt::format("{}: {}", op.name, what));
+}
+
+// What the plugin threw, kept in the message: called in the catch block, off the hot path.
+[[gnu::cold, gnu::noinline]] void thrown(char* message, size_t size) {
+  std::snprintf(message, size, "run threw %s", detail::current_exception_text().c_str());
 }
 
 const char* activation_name(Activation activation) {
@@ -45,19 +52,21 @@ std::optional<DLDataType> dtype_of(const DLTensor* t) {
 
 }  // namespace
 
-DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend) {
+DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend,
+                                RuntimeAllocator* allocator) {
   char message[1024];
   message[0] = '\0';
   DLManagedTensor* result = nullptr;
   int32_t status = DK_ERR_INTERNAL;
   try {
+    const CallAllocatorScope scope(allocator);
     status = op.run(instance, &call, &result, message, sizeof message);
   } catch (...) {
-    std::snprintf(message, sizeof message, "run threw an exception");
+    thrown(message, sizeof message);
   }
   message[sizeof message - 1] = '\0';
   if (status != DK_OK) [[unlikely]] {
-    if (result != nullptr && result->deleter != nullptr) result->deleter(result);
+    delete_result(result);
     run_failed(op, backend, status, message);
   }
   if (result == nullptr) [[unlikely]]
@@ -67,7 +76,7 @@ DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& 
 
 DLManagedTensor* BoundOp::run(const dk_call& call) const {
   if (op == nullptr) throw Error(ErrorCode::invalid_argument, "BoundOp::run: no op bound");
-  return detail::run_op(*op, plugin, call, nullptr);
+  return detail::run_op(*op, plugin, call, nullptr, allocator);
 }
 
 Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
@@ -104,7 +113,7 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
     detail::check_varlen_contents(args, geometry);
   if (decision.fallback_count != nullptr) [[unlikely]]
     decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
-  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
+  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend, &impl_->allocator));
 }
 
 Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
@@ -139,7 +148,7 @@ Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
     detail::check_update_contents(args, geometry);
   if (decision.fallback_count != nullptr) [[unlikely]]
     decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
-  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend));
+  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend, &impl_->allocator));
 }
 
 }  // namespace deltakern

@@ -1,35 +1,22 @@
 #include "discovery.hpp"
 
-#include "dlpack_util.hpp"
 #include "install_paths.hpp"
 #include "log.hpp"
+#include "plugin_registry.hpp"
 #include "probe_gate.hpp"
-#include "schema.hpp"
-#include "status.hpp"
+#include "rejection.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <cstdlib>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-// Boost.DLL needs <string> and <vector> before its headers when built on std::filesystem.
-#include <boost/dll/shared_library.hpp>
 
 namespace deltakern::detail {
 namespace fs = std::filesystem;
-
-Backend::~Backend() {
-  if (!initialized || descriptor->shutdown == nullptr) return;
-  try {
-    descriptor->shutdown(instance);
-  } catch (...) {
-    // A plugin that throws out of shutdown is not allowed to stop the others' shutdown.
-  }
-}
 
 Plugins::~Plugins() {
   while (!backends.empty()) backends.pop_back();
@@ -43,106 +30,9 @@ const Backend* Plugins::find(std::string_view name) const {
 
 namespace {
 
-// The ABI 1.0 fields every plugin must fill; check_errors, after them, is optional.
-constexpr size_t kPluginHeaderSize = offsetof(dk_plugin, abi_minor) + sizeof(uint16_t);
-constexpr size_t kPluginMinSize = offsetof(dk_plugin, ops) + sizeof(dk_plugin::ops);
-constexpr size_t kPluginWithCheckErrors = offsetof(dk_plugin, check_errors) + sizeof(dk_plugin::check_errors);
-constexpr size_t kWhySize = 512;
-
-class Rejection : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void reject(std::string reason) { throw Rejection(reason); }
-
-// Boost.DLL puts the loader's own words in parentheses after its message.
-std::string loader_message(std::string_view what) {
-  constexpr std::string_view marker = "(dlerror system message: ";
-  const size_t at = what.find(marker);
-  if (at == std::string_view::npos) return std::string(what);
-  const size_t begin = at + marker.size();
-  size_t end = what.rfind(')');
-  if (end == std::string_view::npos || end < begin) end = what.size();
-  return std::string(what.substr(begin, end - begin));
-}
-
-std::string message_or_status(const char* buffer, int32_t status) {
-  if (buffer[0] != '\0') return buffer;
-  return fmt::format("status {} ({})", status, status_name(status));
-}
-
-const Schema& canonical_schema(OpId op) {
-  static const std::array<Schema, kOpCount> schemas = [] {
-    std::array<Schema, kOpCount> parsed;
-    for (const auto& def : kOps) parsed[index_of(def.id)] = parse_schema(def.canonical_schema);
-    return parsed;
-  }();
-  return schemas[index_of(op)];
-}
-
-std::vector<Layout> layouts_of(uint32_t bits) {
-  std::vector<Layout> layouts;
-  if ((bits & DK_LAYOUT_TIME_CONTIGUOUS) != 0) layouts.push_back(Layout::time_contiguous);
-  if ((bits & DK_LAYOUT_CHANNEL_LAST) != 0) layouts.push_back(Layout::channel_last);
-  return layouts;
-}
-
-// Element i of a plugin's array of structs: the stride is the plugin's struct size, which a
-// newer minor may have grown.
-template <class T>
-const T& element(const T* array, size_t stride, size_t i) {
-  return *reinterpret_cast<const T*>(reinterpret_cast<const std::byte*>(array) + i * stride);
-}
-
-OpInfo read_op(const dk_op& op, std::string_view name) {
-  const auto fail = [&](std::string_view what) { reject(fmt::format("op '{}': {}", name, what)); };
-  if (op.schema == nullptr) fail("no schema");
-  if (op.run == nullptr) fail("no run function");
-  OpInfo info;
-  info.name = name;
-  info.schema = op.schema;
-  try {
-    const Schema declared = parse_schema(op.schema);
-    if (auto difference = schema_difference(declared, canonical_schema(*op_from_name(name))))
-      fail(fmt::format("schema does not match the canonical one: {}", *difference));
-    MutationContract contract = mutation_contract(declared);
-    info.mutated = std::move(contract.written);
-    info.returns_alias_of = std::move(contract.returns_alias_of);
-  } catch (const SchemaError& e) {
-    fail(fmt::format("invalid schema: {}", e.what()));
-  }
-  const dk_caps* caps = op.caps;
-  if (caps == nullptr) fail("no capabilities");
-  if (caps->struct_size < sizeof(dk_caps))
-    fail(fmt::format("capabilities struct_size {} is smaller than ABI {}.{}'s {}", caps->struct_size,
-                     DK_ABI_MAJOR, DK_ABI_MINOR, sizeof(dk_caps)));
-  if (caps->min_width < 1 || caps->max_width < caps->min_width)
-    fail(fmt::format("invalid widths {}..{}", caps->min_width, caps->max_width));
-  if (caps->n_dtypes == 0 || caps->dtypes == nullptr) fail("declares no dtypes");
-  if (caps->n_devices == 0 || caps->devices == nullptr) fail("declares no devices");
-  info.layouts = layouts_of(caps->layouts);
-  if (info.layouts.empty()) fail("declares no layouts");
-  info.min_width = caps->min_width;
-  info.max_width = caps->max_width;
-  info.dtypes.assign(caps->dtypes, caps->dtypes + caps->n_dtypes);
-  const size_t device_stride = caps->devices[0].struct_size;
-  for (size_t j = 0; j < caps->n_devices; ++j) {
-    const dk_device_caps& d = element(caps->devices, device_stride, j);
-    if (d.struct_size < sizeof(dk_device_caps))
-      fail(fmt::format("device {}: struct_size {} is smaller than ABI {}.{}'s {}", j, d.struct_size,
-                       DK_ABI_MAJOR, DK_ABI_MINOR, sizeof(dk_device_caps)));
-    info.devices.push_back({static_cast<DLDeviceType>(d.device_type), d.min_compute_capability,
-                            (d.flags & DK_CAP_DERIVES_MAX_SEQ_LEN) != 0,
-                            (d.flags & DK_CAP_GRAPH_CAPTURABLE) != 0});
-  }
-  return info;
-}
-
 class Loader {
  public:
-  Loader(Plugins& plugins, HostServices& host, PhaseListener on_phase = {})
-      : plugins_(plugins), host_(host), on_phase_(std::move(on_phase)) {}
+  explicit Loader(Plugins& plugins) : plugins_(plugins) {}
 
   // Loads in this process whatever the gate has not already turned away.
   void load(const fs::path& path, ProbeGate* gate = nullptr) {
@@ -170,135 +60,56 @@ class Loader {
 
  private:
   void load_into(PluginInfo& info) {
+    const auto identity = identity_of(info.path);
+    if (!identity) {
+      // Gone since it was listed: the loader says so in its own words.
+      const PluginLibrary vanished(info.path, info, {}, {});
+      reject("the file cannot be examined");
+    }
+    const auto acquired = PluginRegistry::instance().acquire(*identity, [&] {
+      auto loaded = std::make_unique<LoadedPlugin>();
+      loaded->identity = *identity;
+      loaded->library = std::make_unique<PluginLibrary>(
+          info.path, info, PhaseListener(), [&](const PluginInfo& named) { refuse_duplicate(named); });
+      loaded->library->start(info, {});
+      loaded->checked = info;
+      return loaded;
+    });
+    const LoadedPlugin& loaded = *acquired.plugin;
+    if (!acquired.loaded_now) {
+      // Started by another Runtime: what it found holds here too.
+      info.name = loaded.checked.name;
+      info.version = loaded.checked.version;
+      info.abi_major = loaded.checked.abi_major;
+      info.abi_minor = loaded.checked.abi_minor;
+      info.ops = loaded.checked.ops;
+      info.devices = loaded.checked.devices;
+      refuse_duplicate(info);
+    }
+
     auto backend = std::make_unique<Backend>();
-    boost::dll::shared_library library;
-    phase("loading", info);
-    try {
-      library.load(info.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-    } catch (const std::exception& e) {
-      reject(fmt::format("dlopen failed: {}", loader_message(e.what())));
-    }
-    // has() asks the loader; Boost 1.74's library_info would read only .symtab, which a
-    // stripped plugin does not have.
-    if (!library.has(DK_PLUGIN_ENTRY_SYMBOL))
-      reject(fmt::format("no entry symbol '{}'", DK_PLUGIN_ENTRY_SYMBOL));
-    const auto entry = library.get<const dk_plugin*(uint16_t, uint16_t)>(DK_PLUGIN_ENTRY_SYMBOL);
-    const dk_plugin* d = nullptr;
-    phase("calling " DK_PLUGIN_ENTRY_SYMBOL, info);
-    try {
-      d = entry(DK_ABI_MAJOR, DK_ABI_MINOR);
-    } catch (const std::exception& e) {
-      reject(fmt::format("the entry threw: {}", e.what()));
-    } catch (...) {
-      reject("the entry threw");
-    }
-    if (d == nullptr) reject("the entry returned no descriptor");
-    if (d->struct_size < kPluginHeaderSize)
-      reject(fmt::format("descriptor struct_size {} is too small to hold its ABI version", d->struct_size));
-    info.abi_major = d->abi_major;
-    info.abi_minor = d->abi_minor;
-    if (d->abi_major != DK_ABI_MAJOR)
-      reject(fmt::format("built for ABI {}.{}; this core speaks ABI {}.{}", d->abi_major, d->abi_minor,
-                         DK_ABI_MAJOR, DK_ABI_MINOR));
-    if (d->struct_size < kPluginMinSize)
-      reject(fmt::format("descriptor struct_size {} is smaller than ABI {}.{}'s minimum {}", d->struct_size,
-                         DK_ABI_MAJOR, DK_ABI_MINOR, kPluginMinSize));
-    if (d->name == nullptr || d->name[0] == '\0') reject("the descriptor has no name");
-    info.name = d->name;
-    info.version = d->version != nullptr ? d->version : "";
-    if (const Backend* first = plugins_.find(info.name))
-      reject(fmt::format("duplicate of '{}' loaded from {}", info.name, plugins_.info(*first).path.string()));
-    if (d->init == nullptr) reject("the descriptor has no init function");
-    read_ops(*d, info, *backend);
-
+    const Descriptor& d = loaded.library->descriptor();
     backend->name = info.name;
-    backend->descriptor = d;
-    backend->library = std::make_shared<boost::dll::shared_library>(std::move(library));
-    if (d->struct_size >= kPluginWithCheckErrors) backend->check_errors = d->check_errors;
-    initialize(*backend, info);
-    probe(*backend, info);
-
+    for (size_t slot = 0; slot < kOpCount; ++slot) backend->ops[slot] = d.op(slot);
+    backend->op_info = d.op_info;
+    backend->instance = loaded.library->instance();
+    backend->check_errors = d.check_errors;
+    backend->loaded = acquired.plugin;
     info.state = PluginInfo::State::loaded;
-    logger().info("loaded plugin '{}' {} (ABI {}.{}) from {}", info.name, info.version, info.abi_major,
-                  info.abi_minor, info.path.string());
+    logger().info("loaded plugin '{}' {} (ABI {}.{}) from {}{}", info.name, info.version, info.abi_major,
+                  info.abi_minor, info.path.string(),
+                  acquired.loaded_now ? "" : " (shared with another Runtime of this process)");
     backend->info_index = plugins_.infos.size();
     plugins_.infos.push_back(std::move(info));
     plugins_.backends.push_back(std::move(backend));
   }
 
-  void read_ops(const dk_plugin& d, PluginInfo& info, Backend& backend) {
-    if (d.n_ops == 0) return;
-    if (d.ops == nullptr) reject(fmt::format("declares {} ops but no op table", d.n_ops));
-    const size_t stride = d.ops[0].struct_size;
-    for (size_t i = 0; i < d.n_ops; ++i) {
-      const dk_op& op = element(d.ops, stride, i);
-      if (op.struct_size < sizeof(dk_op))
-        reject(fmt::format("op {}: struct_size {} is smaller than ABI {}.{}'s {}", i, op.struct_size,
-                           DK_ABI_MAJOR, DK_ABI_MINOR, sizeof(dk_op)));
-      if (op.name == nullptr || op.name[0] == '\0') reject(fmt::format("op {} has no name", i));
-      const auto id = op_from_name(op.name);
-      if (!id) {
-        // A plugin of a newer minor may declare ops this core has never heard of.
-        logger().debug("plugin '{}': ignoring op '{}', which this core does not know", info.name, op.name);
-        continue;
-      }
-      if (backend.ops[index_of(*id)] != nullptr) reject(fmt::format("op '{}' is declared twice", op.name));
-      info.ops.push_back(read_op(op, op.name));
-      backend.ops[index_of(*id)] = &op;
-      backend.op_info[index_of(*id)] = static_cast<int>(info.ops.size() - 1);
-    }
-  }
-
-  void initialize(Backend& backend, const PluginInfo& info) {
-    char error[kWhySize] = {};
-    int32_t status = DK_ERR_INTERNAL;
-    phase("running init", info);
-    try {
-      status = backend.descriptor->init(host_.table_for(info.name), &backend.instance, error, sizeof error);
-    } catch (const std::exception& e) {
-      reject(fmt::format("init failed: threw {}", e.what()));
-    } catch (...) {
-      reject("init failed: threw an exception");
-    }
-    error[sizeof error - 1] = '\0';
-    if (status != DK_OK) reject(fmt::format("init failed: {}", message_or_status(error, status)));
-    backend.initialized = true;
-  }
-
-  void probe(Backend& backend, PluginInfo& info) {
-    phase("running probe", info);
-    for (const auto& op : info.ops) {
-      for (const auto& device : op.devices) {
-        const bool seen = std::any_of(info.devices.begin(), info.devices.end(),
-                                      [&](const auto& d) { return d.type == device.type; });
-        if (seen) continue;
-        PluginInfo::DeviceStatus status{device.type, true, {}};
-        if (backend.descriptor->probe != nullptr) {
-          char why[kWhySize] = {};
-          int32_t result = DK_ERR_INTERNAL;
-          try {
-            result = backend.descriptor->probe(backend.instance, device.type, why, sizeof why);
-          } catch (...) {
-            std::snprintf(why, sizeof why, "probe threw an exception");
-          }
-          why[sizeof why - 1] = '\0';
-          if (result != DK_OK) status = {device.type, false, message_or_status(why, result)};
-        }
-        if (!status.available)
-          logger().info("plugin '{}' is unavailable on {}: {}", info.name, device_type_name(device.type),
-                        status.reason);
-        info.devices.push_back(std::move(status));
-      }
-    }
-  }
-
-  void phase(std::string_view name, const PluginInfo& so_far) const {
-    if (on_phase_) on_phase_(name, so_far);
+  void refuse_duplicate(const PluginInfo& info) const {
+    if (const Backend* first = plugins_.find(info.name))
+      reject(fmt::format("duplicate of '{}' loaded from {}", info.name, plugins_.info(*first).path.string()));
   }
 
   Plugins& plugins_;
-  HostServices& host_;
-  PhaseListener on_phase_;
 };
 
 fs::path normalized(const fs::path& path) {
@@ -356,38 +167,29 @@ std::vector<fs::path> plugin_search_dirs(const RuntimeOptions& options, const Co
   return dirs;
 }
 
-Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::path> dirs, HostServices& host,
+Plugins discover_plugins(std::span<const fs::path> files, std::span<const fs::path> dirs,
                          const ProbeConfig& probe) {
   Plugins plugins;
-  Loader loader(plugins, host);
+  Loader loader(plugins);
   std::optional<ProbeGate> gate;
   if (probe.mode == ProbeMode::child) gate.emplace(probe);
-  std::set<fs::path> seen;  // one file reached twice (a --plugin inside a searched dir) loads once
+  std::vector<fs::path> candidates;  // in search order
+  std::set<fs::path> seen;           // one file reached twice (a --plugin inside a searched dir) loads once
   const auto consider = [&](const fs::path& file) {
-    if (seen.insert(normalized(file)).second)
-      loader.load(fs::absolute(file).lexically_normal(), gate ? &*gate : nullptr);
+    if (seen.insert(normalized(file)).second) candidates.push_back(fs::absolute(file).lexically_normal());
   };
   for (const auto& file : files) consider(file);
   for (const auto& dir : dirs) {
     logger().debug("searching {} for plugins", dir.string());
     for (const auto& file : libraries_in(dir)) consider(file);
   }
+  if (gate) gate->probe_ahead(candidates);
+  for (const auto& file : candidates) loader.load(file, gate ? &*gate : nullptr);
   if (gate) {
     gate->save_cache();
     plugins.probe_children = gate->children_spawned();
   }
   return plugins;
-}
-
-PluginInfo check_library_alone(const fs::path& path, HostServices& host, const PhaseListener& on_phase) {
-  PluginInfo info;
-  {
-    Plugins plugins;
-    Loader(plugins, host, on_phase).load(path);
-    info = plugins.infos.at(0);
-    on_phase("shutting down and unloading", info);
-  }  // the plugin's shutdown, then its static destructors as it is unmapped
-  return info;
 }
 
 }  // namespace deltakern::detail

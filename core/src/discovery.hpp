@@ -4,7 +4,6 @@
 #pragma once
 
 #include "config.hpp"
-#include "host_services.hpp"
 #include "ops.hpp"
 
 #include <deltakern/plugin_abi.h>
@@ -22,31 +21,26 @@
 namespace deltakern::detail {
 
 class ProbeGate;
+struct LoadedPlugin;
 
-// A loaded plugin: its library stays mapped and its instance alive while this lives; the
-// destructor calls the plugin's shutdown before the library is unmapped.
+// A loaded plugin as one Runtime holds it. The library itself, its instance and the copies of
+// its descriptor are shared with every other Runtime that discovered the same file
+// (plugin_registry.hpp); the pointers here point into it and live as long as `loaded`.
 struct Backend {
-  Backend() = default;
-  Backend(const Backend&) = delete;
-  Backend& operator=(const Backend&) = delete;
-  ~Backend();
-
   std::string name;
-  size_t info_index = 0;  // into Plugins::infos
-  const dk_plugin* descriptor = nullptr;
-  void* instance = nullptr;                                  // what init returned
-  bool initialized = false;                                  // init succeeded, so shutdown is owed
+  size_t info_index = 0;                                     // into Plugins::infos
   std::array<const dk_op*, kOpCount> ops{};                  // by OpId; null where the plugin lacks the op
   std::array<int, kOpCount> op_info{-1, -1};                 // index into the PluginInfo's ops
+  void* instance = nullptr;                                  // what init returned
   decltype(dk_plugin::check_errors) check_errors = nullptr;  // null when absent
-  std::shared_ptr<void> library;                             // the boost::dll::shared_library, type-erased
+  std::shared_ptr<const LoadedPlugin> loaded;
 };
 
 struct Plugins {
   Plugins() = default;
   Plugins(Plugins&&) = default;
   Plugins& operator=(Plugins&&) = default;
-  ~Plugins();  // shuts the backends down in reverse load order
+  ~Plugins();  // lets go of the backends in reverse load order
 
   std::vector<PluginInfo> infos;                   // every library found, in search order
   std::vector<std::unique_ptr<Backend>> backends;  // the loaded ones, in search order
@@ -62,19 +56,8 @@ std::vector<std::filesystem::path> plugin_search_dirs(const RuntimeOptions& opti
 
 // Loads options' plugin_files, then every *.so of each directory in name order, each one
 // first judged by the gate (a child process or a cached verdict) unless config.probe says
-// "in-process".
+// "in-process". A library another Runtime has loaded already is shared, not loaded again.
 Plugins discover_plugins(std::span<const std::filesystem::path> files,
-                         std::span<const std::filesystem::path> dirs, HostServices& host,
-                         const ProbeConfig& probe);
-
-// Told the step a load is about to take ("loading", "running init", ...) and what is known
-// of the library so far, so that a process that dies during it can be said to have died
-// there, and which plugin it was.
-using PhaseListener = std::function<void(std::string_view phase, const PluginInfo& so_far)>;
-
-// Loads one library exactly as discovery does, but alone (nothing to be a duplicate of),
-// then shuts it down and unloads it, announcing each step first: what the probe child runs.
-PluginInfo check_library_alone(const std::filesystem::path& path, HostServices& host,
-                               const PhaseListener& on_phase);
+                         std::span<const std::filesystem::path> dirs, const ProbeConfig& probe);
 
 }  // namespace deltakern::detail

@@ -9,6 +9,7 @@
 
 #include "cuda_services.hpp"
 #include "dlpack_util.hpp"
+#include "plugin_exception.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>
@@ -21,10 +22,29 @@
 namespace deltakern::detail {
 namespace {
 
+// A plugin that died before it declared its name is known by its file: lib<name>.so,
+// libdeltakern_<name>.so and the like.
+bool file_names(const std::filesystem::path& file, std::string_view name) {
+  std::string stem = file.stem().string();
+  if (stem.starts_with("lib")) stem.erase(0, 3);
+  if (stem == name) return true;
+  return stem.size() > name.size() && stem.ends_with(name) &&
+         (stem[stem.size() - name.size() - 1] == '_' || stem[stem.size() - name.size() - 1] == '-');
+}
+
+// The library found for `name` and turned away: by the name it declared, else by its file name.
 const PluginInfo* rejected_named(const Plugins& plugins, std::string_view name) {
   for (const auto& info : plugins.infos)
     if (info.state == PluginInfo::State::rejected && info.name == name) return &info;
+  for (const auto& info : plugins.infos)
+    if (info.state == PluginInfo::State::rejected && info.name.empty() && file_names(info.path, name))
+      return &info;
   return nullptr;
+}
+
+std::string rejection_of(const PluginInfo& info) {
+  return fmt::format("rejected at load: {} ({}{})", info.reason, info.path.string(),
+                     info.name.empty() ? ", known by its file name: it failed before declaring one" : "");
 }
 
 // Why `backend` cannot serve the call; nullopt when it can.
@@ -66,7 +86,7 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
     try {
       status = op->supports(backend.instance, &call, why, sizeof why);
     } catch (...) {
-      return std::string("supports(): threw an exception");
+      return "supports(): threw " + current_exception_text();
     }
     why[sizeof why - 1] = '\0';
     if (status != DK_OK)
@@ -106,7 +126,11 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
     std::optional<std::string> reason;
     if (backend == nullptr) {
       const PluginInfo* rejected = rejected_named(plugins, name);
-      reason = rejected != nullptr ? "rejected: " + rejected->reason : std::string("not installed");
+      reason = rejected != nullptr ? rejection_of(*rejected) : std::string("not installed");
+      if (forced && rejected != nullptr) {
+        choice.forced_rejected = rejected;
+        d.why = fmt::format("forced backend '{}' ({}) was {}", forced->name, forced->source, *reason);
+      }
     } else {
       reason = unfit(*backend, plugins, s, call);
     }
@@ -160,6 +184,9 @@ std::string refusal(const SignatureFields& s, const Choice& choice, const Config
         op_name(s.op), config.strict_source, decision.fallback_from->backend, config.order_for(s.op).key,
         summary(s), decision.fallback_from->reason, choice.refused_fallback);
   }
+  if (forced && choice.forced_rejected != nullptr)
+    return fmt::format("{}: forced backend '{}' ({}) was {}", op_name(s.op), forced->name, forced->source,
+                       rejection_of(*choice.forced_rejected));
   if (forced) {
     const std::string reason =
         decision.passed_over.empty() ? std::string("unknown") : decision.passed_over[0].reason;

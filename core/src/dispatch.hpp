@@ -21,7 +21,8 @@ struct Choice {
   Decision decision;
   const Backend* backend = nullptr;  // null: nobody can serve the call
   const dk_op* op = nullptr;
-  std::string refused_fallback;  // strict mode: the backend that could have served instead
+  std::string refused_fallback;                 // strict mode: the backend that could have served instead
+  const PluginInfo* forced_rejected = nullptr;  // the forced backend's library, found but rejected
 };
 
 // `call` is what the chosen backend's supports() sees: the real call, or placeholders that

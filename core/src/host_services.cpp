@@ -7,9 +7,13 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <unordered_map>
 
 namespace deltakern {
 namespace {
@@ -109,19 +113,60 @@ int64_t lowest_offset(const DLTensor& t) {
   return lowest;
 }
 
+// Which allocator gave each live pointer, for every Runtime of the process: a release may
+// come through any plugin's table, on any thread, after set_allocator or after the Runtime
+// that made the allocation is gone. Never destroyed: a tensor may be dropped during static
+// destruction.
+class AllocationRecord {
+ public:
+  struct Owner {
+    std::shared_ptr<const Allocator> allocator;
+    uint64_t runtime;
+  };
+  void add(void* ptr, Owner owner) {
+    const std::lock_guard lock(mutex_);
+    owners_.insert_or_assign(ptr, std::move(owner));
+  }
+  std::optional<Owner> take(void* ptr) {
+    const std::lock_guard lock(mutex_);
+    const auto it = owners_.find(ptr);
+    if (it == owners_.end()) return std::nullopt;
+    Owner owner = std::move(it->second);
+    owners_.erase(it);
+    return owner;
+  }
+  size_t live_from(uint64_t runtime) const {
+    const std::lock_guard lock(mutex_);
+    return static_cast<size_t>(std::count_if(
+        owners_.begin(), owners_.end(), [&](const auto& entry) { return entry.second.runtime == runtime; }));
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, Owner> owners_;
+};
+
+AllocationRecord& allocation_record() {
+  static auto* record = new AllocationRecord;
+  return *record;
+}
+
+std::atomic<uint64_t> next_runtime_id{1};
+
 }  // namespace
 
 Allocator default_allocator() { return Allocator{allocate_default, deallocate_default}; }
 
-HostServices::HostServices() : allocator_(std::make_shared<const Allocator>(default_allocator())) {}
+RuntimeAllocator::RuntimeAllocator()
+    : allocator_(std::make_shared<const Allocator>(default_allocator())),
+      id_(next_runtime_id.fetch_add(1, std::memory_order_relaxed)) {}
 
-HostServices::~HostServices() {
-  if (!owners_.empty())
-    logger().warn("{} allocation(s) made for plugins are still alive as the runtime goes away",
-                  owners_.size());
+RuntimeAllocator::~RuntimeAllocator() {
+  if (const size_t live = allocation_record().live_from(id_); live != 0)
+    logger().warn("{} allocation(s) made for plugins are still alive as the runtime goes away", live);
 }
 
-void HostServices::set_allocator(Allocator allocator) {
+void RuntimeAllocator::set(Allocator allocator) {
   if (!allocator.allocate || !allocator.deallocate)
     throw Error(ErrorCode::invalid_argument, "set_allocator: both allocate and deallocate must be set");
   auto shared = std::make_shared<const Allocator>(std::move(allocator));
@@ -129,7 +174,7 @@ void HostServices::set_allocator(Allocator allocator) {
   allocator_ = std::move(shared);
 }
 
-void* HostServices::allocate(DLDevice device, size_t bytes, void* stream) {
+void* RuntimeAllocator::allocate(DLDevice device, size_t bytes, void* stream) {
   std::shared_ptr<const Allocator> allocator;
   {
     const std::lock_guard lock(mutex_);
@@ -141,27 +186,24 @@ void* HostServices::allocate(DLDevice device, size_t bytes, void* stream) {
     throw Error(ErrorCode::out_of_memory,
                 fmt::format("the allocator gave no memory for {} bytes on {}", bytes, device_name(device)));
   }
-  const std::lock_guard lock(mutex_);
-  owners_.emplace(ptr, std::move(allocator));
+  allocation_record().add(ptr, {std::move(allocator), id_});
   return ptr;
 }
 
-void HostServices::deallocate(DLDevice device, void* ptr, void* stream) noexcept {
+void deallocate(DLDevice device, void* ptr, void* stream) noexcept {
   if (ptr == nullptr) return;
-  std::shared_ptr<const Allocator> owner;
-  {
-    const std::lock_guard lock(mutex_);
-    const auto it = owners_.find(ptr);
-    if (it == owners_.end()) {
-      logger().error("release of {} on {}, which the core did not allocate; ignored", ptr,
-                     device_name(device));
-      return;
-    }
-    owner = std::move(it->second);
-    owners_.erase(it);
+  std::optional<AllocationRecord::Owner> owner;
+  try {
+    owner = allocation_record().take(ptr);
+  } catch (...) {
+    // Only a failing mutex gets here; the memory is lost rather than the process.
+  }
+  if (!owner) {
+    logger().error("release of {} on {}, which the core did not allocate; ignored", ptr, device_name(device));
+    return;
   }
   try {
-    owner->deallocate(device, ptr, stream);
+    owner->allocator->deallocate(device, ptr, stream);
   } catch (const std::exception& e) {
     logger().error("deallocate on {} failed: {}", device_name(device), e.what());
   } catch (...) {
@@ -169,17 +211,22 @@ void HostServices::deallocate(DLDevice device, void* ptr, void* stream) noexcept
   }
 }
 
-const dk_host* HostServices::table_for(std::string_view plugin_name) {
-  auto context = std::make_unique<PluginContext>();
-  context->name = plugin_name;
-  context->services = this;
-  dk_host& t = context->table;
+RuntimeAllocator& current_allocator() {
+  if (call_allocator != nullptr) return *call_allocator;
+  // Outside any call (a plugin's init, or a thread of its own): the default allocator. Never
+  // destroyed, like the record its allocations go to.
+  static auto* process_default = new RuntimeAllocator;
+  return *process_default;
+}
+
+PluginHost::PluginHost(std::string plugin_name) : name_(std::move(plugin_name)) {
+  dk_host& t = table_;
   t.struct_size = sizeof(dk_host);
-  t.ctx = context.get();
+  t.ctx = this;
   t.log = [](void* ctx, int32_t level, const char* msg) {
     try {
-      const auto& c = *static_cast<PluginContext*>(ctx);
-      logger().log(spdlog_level(level), "{}: {}", c.name, msg != nullptr ? msg : "");
+      const auto& host = *static_cast<const PluginHost*>(ctx);
+      logger().log(spdlog_level(level), "{}: {}", host.name_, msg != nullptr ? msg : "");
     } catch (...) {
       // A failing log sink must not take the plugin down.
     }
@@ -187,33 +234,31 @@ const dk_host* HostServices::table_for(std::string_view plugin_name) {
   t.alloc = [](void* ctx, DLDevice device, size_t bytes, void* stream, void** out) -> int32_t {
     if (out == nullptr) return DK_ERR_INVALID_ARGUMENT;
     *out = nullptr;
-    const auto& c = *static_cast<PluginContext*>(ctx);
+    const auto& host = *static_cast<const PluginHost*>(ctx);
     try {
-      *out = c.services->allocate(device, bytes, stream);
+      *out = current_allocator().allocate(device, bytes, stream);
       return DK_OK;
     } catch (const Error& e) {
-      logger().warn("{}: alloc: {}", c.name, e.what());
+      logger().warn("{}: alloc: {}", host.name_, e.what());
       return status_of(e.code());
     } catch (const std::bad_alloc&) {
       return DK_ERR_OUT_OF_MEMORY;
     } catch (const std::exception& e) {
-      logger().warn("{}: alloc: {}", c.name, e.what());
+      logger().warn("{}: alloc: {}", host.name_, e.what());
       return DK_ERR_INTERNAL;
     } catch (...) {
       return DK_ERR_INTERNAL;
     }
   };
-  t.release = [](void* ctx, DLDevice device, void* ptr, void* stream) {
-    static_cast<PluginContext*>(ctx)->services->deallocate(device, ptr, stream);
-  };
+  t.release = [](void*, DLDevice device, void* ptr, void* stream) { deallocate(device, ptr, stream); };
   t.read_to_host = [](void* ctx, void* dst, const DLTensor* src, void* stream) -> int32_t {
-    const auto& c = *static_cast<PluginContext*>(ctx);
+    const auto& host = *static_cast<const PluginHost*>(ctx);
     try {
       const HostRead read{dst, src};
       detail::read_to_host(std::span(&read, 1), stream);
       return DK_OK;
     } catch (const Error& e) {
-      logger().warn("{}: read_to_host: {}", c.name, e.what());
+      logger().warn("{}: read_to_host: {}", host.name_, e.what());
       return status_of(e.code());
     } catch (const std::bad_alloc&) {
       return DK_ERR_OUT_OF_MEMORY;
@@ -221,9 +266,6 @@ const dk_host* HostServices::table_for(std::string_view plugin_name) {
       return DK_ERR_INTERNAL;
     }
   };
-  const dk_host* table = &context->table;
-  contexts_.push_back(std::move(context));
-  return table;
 }
 
 void read_to_host(std::span<const HostRead> reads, void* stream) {

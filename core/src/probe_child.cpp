@@ -1,10 +1,11 @@
 #include "probe_child.hpp"
 
-#include "discovery.hpp"
-#include "host_services.hpp"
+#include "loaded_objects.hpp"
 #include "log.hpp"
+#include "plugin_library.hpp"
 #include "probe_protocol.hpp"
 #include "probe_verdict.hpp"
+#include "rejection.hpp"
 
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -21,11 +22,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace deltakern::detail {
 namespace {
 
 namespace protocol = probe_protocol;
+
+// How long the first life waits between init and shutdown, so that a thread the plugin
+// started in init and that crashes soon after does it here. A cost on every child (but not on
+// a cached verdict): kept small, it cannot catch what comes later.
+constexpr auto kSettleAfterInit = std::chrono::milliseconds(50);
 
 std::optional<long> number(std::string_view text) {
   long value = 0;
@@ -85,6 +92,46 @@ ProbeVerdict verdict_of(const PluginInfo& info) {
   return verdict;
 }
 
+// The library's whole life, twice over on one mapping: load; init, probe, a short wait,
+// shutdown; init, probe, shutdown again; unload. The engine may do each of these, and a
+// Runtime created after the last one holding the plugin was destroyed starts it again in the
+// same process. Returns the verdict with the non-system libraries that loading it added.
+ProbeVerdict live_twice(const std::filesystem::path& path, const PhaseListener& on_phase) {
+  PluginInfo info;
+  info.path = path;
+  info.state = PluginInfo::State::rejected;
+  const auto before = loaded_objects();
+  std::optional<PluginLibrary> library;
+  try {
+    library.emplace(path, info, on_phase, nullptr);
+    library->start(info, on_phase);
+    on_phase("waiting after init (a thread the plugin started?)", info);
+    std::this_thread::sleep_for(kSettleAfterInit);
+    on_phase("shutting down", info);
+    library->stop();
+    PluginInfo again = info;
+    library->start(again, on_phase, kStartAgain);
+    on_phase("shutting down after the second init", info);
+    library->stop();
+    info.state = PluginInfo::State::loaded;
+  } catch (const Rejection& e) {
+    info.reason = e.what();
+  } catch (const std::exception& e) {
+    info.reason = fmt::format("unexpected failure while loading: {}", e.what());
+  } catch (...) {
+    info.reason = "unexpected failure while loading";
+  }
+  ProbeVerdict verdict = verdict_of(info);
+  if (library) {
+    // A failing verdict depends on them as much as a passing one: a fixed dependency may fix it.
+    if (const auto plugin = identity_of(path))
+      verdict.dependencies = non_system_additions(before, loaded_objects(), *plugin);
+    on_phase("unloading", info);
+    library.reset();  // its static destructors, as it is unmapped
+  }
+  return verdict;
+}
+
 // A plugin's strings may hold any bytes; the line must stay valid JSON.
 std::string json_line(const ProbeVerdict& verdict) {
   return nlohmann::json(verdict).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -122,7 +169,6 @@ int run_probe_child(int argc, char** argv) {
   // errors (and a plugin's own messages at the engine's level, as they would come in-process).
   logger().set_level(args->log_level);
 
-  HostServices host;
   bool named = false;
   const auto on_phase = [&](std::string_view phase, const PluginInfo& so_far) {
     if (!named && !so_far.name.empty()) {
@@ -131,7 +177,7 @@ int run_probe_child(int argc, char** argv) {
     }
     write_line(args->verdict_fd, protocol::kPhase, phase);
   };
-  const ProbeVerdict verdict = verdict_of(check_library_alone(args->library, host, on_phase));
+  const ProbeVerdict verdict = live_twice(args->library, on_phase);
   write_line(args->verdict_fd, protocol::kVerdict, json_line(verdict));
   // Nothing after the verdict may change it: no exit handlers, no static destructors.
   std::_Exit(0);

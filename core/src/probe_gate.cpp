@@ -7,9 +7,16 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
 
 namespace deltakern::detail {
 namespace {
+
+// Children mostly wait (for the helper to start, in the settle after init, on a device), so
+// more of them than cores overlap well; a bound keeps a directory of plugins from forking a crowd.
+constexpr size_t kParallelChildren = 8;
 
 std::optional<VerdictCache> open_cache(const ProbeConfig& config, const std::filesystem::path& helper) {
   const auto file = verdict_cache_file(config);
@@ -34,14 +41,21 @@ ProbeGate::ProbeGate(const ProbeConfig& config)
 
 bool ProbeGate::admit(PluginInfo& info, const Plugins& loaded) {
   const auto identity = identity_of(info.path);
+  const std::string ld_library_path = current_ld_library_path();
   std::optional<ProbeVerdict> verdict;
   if (cache_ && identity) {
-    verdict = cache_->find(*identity, how_.timeout);
+    verdict = cache_->find(*identity, how_.timeout, ld_library_path);
     if (verdict) info.probe = PluginInfo::Probe::cache;
   }
   if (!verdict) {
-    ++children_;
-    ChildOutcome outcome = probe_in_child(how_, info.path);
+    ChildOutcome outcome;
+    if (const auto ahead = ahead_.find(info.path); ahead != ahead_.end()) {
+      outcome = std::move(ahead->second);
+      ahead_.erase(ahead);
+    } else {
+      ++children_;
+      outcome = probe_in_child(how_, info.path);
+    }
     if (!outcome.verdict) {
       // The helper is broken or missing: an installation fault, not this library's. Load it
       // as the core did before probing existed rather than refuse every plugin.
@@ -56,7 +70,7 @@ bool ProbeGate::admit(PluginInfo& info, const Plugins& loaded) {
     verdict = std::move(outcome.verdict);
     info.probe = PluginInfo::Probe::child;
     info.probe_note = fmt::format("{} ms", outcome.took.count());
-    if (cache_ && identity) cache_->store(*identity, *verdict);
+    if (cache_ && identity) cache_->store(*identity, *verdict, ld_library_path);
   }
   info.name = verdict->name;
   info.version = verdict->version;
@@ -76,6 +90,42 @@ bool ProbeGate::admit(PluginInfo& info, const Plugins& loaded) {
   }
   logger().debug("plugin {} passed its probe{}", info.path.string(), from);
   return true;
+}
+
+void ProbeGate::probe_ahead(const std::vector<std::filesystem::path>& libraries) {
+  const std::string ld_library_path = current_ld_library_path();
+  std::vector<std::filesystem::path> wanted;
+  for (const auto& path : libraries) {
+    const auto identity = identity_of(path);
+    if (!cache_ || !identity || !cache_->find(*identity, how_.timeout, ld_library_path))
+      wanted.push_back(path);
+  }
+  if (wanted.size() < 2) return;  // nothing to overlap
+  std::vector<std::optional<ChildOutcome>> outcomes(wanted.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next++; i < wanted.size(); i = next++) {
+      try {
+        outcomes[i] = probe_in_child(how_, wanted[i]);
+      } catch (...) {
+        // Out of memory, or of descriptors: left to admit(), which tries again in its own time.
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    try {
+      for (size_t h = 1; h < std::min(kParallelChildren, wanted.size()); ++h) helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      // No more threads: the ones there are share the work.
+    }
+    work();
+  }  // joined
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (!outcomes[i]) continue;
+    ahead_.insert_or_assign(wanted[i], std::move(*outcomes[i]));
+    ++children_;
+  }
 }
 
 void ProbeGate::save_cache() {

@@ -9,7 +9,10 @@
 
 #include <deltakern/runtime.hpp>
 
+#include <filesystem>
+#include <map>
 #include <optional>
+#include <vector>
 
 namespace deltakern::detail {
 
@@ -24,12 +27,18 @@ class ProbeGate {
   // turned away as a duplicate without loading it at all.
   bool admit(PluginInfo& info, const Plugins& loaded);
 
+  // Spawns the children of those `libraries` that have no cached verdict several at a time,
+  // so that their fixed costs (the helper's start, the wait after init) overlap instead of
+  // adding up; admit() then takes their outcomes, in search order.
+  void probe_ahead(const std::vector<std::filesystem::path>& libraries);
+
   void save_cache();
   size_t children_spawned() const { return children_; }
 
  private:
   ChildProbe how_;
   std::optional<VerdictCache> cache_;
+  std::map<std::filesystem::path, ChildOutcome> ahead_;  // by probe_ahead, not yet admitted
   size_t children_ = 0;
   bool warned_about_helper_ = false;
 };

@@ -6,9 +6,9 @@
 namespace deltakern::detail {
 
 void to_json(nlohmann::json& j, const ProbeVerdict& v) {
-  j = {{"passed", v.passed},       {"reason", v.reason},        {"name", v.name},
-       {"version", v.version},     {"abi_major", v.abi_major},  {"abi_minor", v.abi_minor},
-       {"timed_out", v.timed_out}, {"timeout_ms", v.timeout_ms}};
+  j = {{"passed", v.passed},       {"reason", v.reason},         {"name", v.name},
+       {"version", v.version},     {"abi_major", v.abi_major},   {"abi_minor", v.abi_minor},
+       {"timed_out", v.timed_out}, {"timeout_ms", v.timeout_ms}, {"dependencies", v.dependencies}};
 }
 
 void from_json(const nlohmann::json& j, ProbeVerdict& v) {
@@ -20,6 +20,7 @@ void from_json(const nlohmann::json& j, ProbeVerdict& v) {
   j.at("abi_minor").get_to(v.abi_minor);
   j.at("timed_out").get_to(v.timed_out);
   j.at("timeout_ms").get_to(v.timeout_ms);
+  j.at("dependencies").get_to(v.dependencies);
 }
 
 std::optional<FileIdentity> identity_of(const std::filesystem::path& file) {

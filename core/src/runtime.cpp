@@ -4,6 +4,7 @@
 #include "dlpack_util.hpp"
 #include "log.hpp"
 #include "placeholder_call.hpp"
+#include "plugin_exception.hpp"
 #include "probe_gate.hpp"
 #include "status.hpp"
 
@@ -17,7 +18,7 @@
 namespace deltakern {
 namespace {
 
-std::atomic<detail::HostServices*> global_host{nullptr};
+std::atomic<detail::RuntimeAllocator*> global_runtime_allocator{nullptr};
 
 std::optional<detail::ForcedBackend> forced_backend_of(const RuntimeOptions& options) {
   if (options.read_environment) {
@@ -58,7 +59,7 @@ Runtime::Impl::Impl(RuntimeOptions runtime_options)
   detail::logger().set_level(config.log_level);
   for (const auto& warning : config.warnings) detail::logger().warn("{}", warning);
   search_path = detail::plugin_search_dirs(options, config);
-  plugins = detail::discover_plugins(options.plugin_files, search_path, host, config.probe);
+  plugins = detail::discover_plugins(options.plugin_files, search_path, config.probe);
   std::vector<std::string> names;
   for (const auto& info : plugins.infos)
     if (!info.name.empty()) names.push_back(info.name);
@@ -67,7 +68,10 @@ Runtime::Impl::Impl(RuntimeOptions runtime_options)
 
 const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::SignatureFields& signature,
                                                               const dk_call& call) {
-  detail::Choice choice = detail::decide(signature, call, plugins, config, forced);
+  detail::Choice choice = [&] {
+    const detail::CallAllocatorScope scope(&allocator);  // supports() runs for this Runtime
+    return detail::decide(signature, call, plugins, config, forced);
+  }();
   detail::CachedDecision entry;
   if (choice.backend != nullptr) {
     entry.op = choice.op;
@@ -96,15 +100,15 @@ Runtime& Runtime::global() {
   // and its deleter lives in a plugin this runtime keeps loaded.
   static Runtime& instance = []() -> Runtime& {
     auto& runtime = *new Runtime();
-    global_host = &runtime.impl_->host;
+    global_runtime_allocator = &runtime.impl_->allocator;
     return runtime;
   }();
   return instance;
 }
 
-detail::HostServices& detail::global_host_services() {
+detail::RuntimeAllocator& detail::global_allocator() {
   Runtime::global();
-  return *global_host.load();
+  return *global_runtime_allocator.load();
 }
 
 const std::vector<PluginInfo>& Runtime::plugins() const { return impl_->plugins.infos; }
@@ -146,6 +150,7 @@ Decision Runtime::explain(const CallSignature& signature) const {
       signature.weight_dtype, signature.state_dtype, signature.bias_dtype,
       signature.width,        signature.layout,      signature.max_seq_len_given};
   const detail::PlaceholderCall placeholder(fields);
+  const detail::CallAllocatorScope scope(&impl_->allocator);  // supports() runs for this Runtime
   return detail::decide(fields, placeholder.call(), impl_->plugins, impl_->config, impl_->forced).decision;
 }
 
@@ -157,10 +162,10 @@ BoundOp Runtime::bound_op(std::string_view backend, std::string_view op) const {
   if (entry == nullptr)
     throw Error(ErrorCode::unsupported,
                 fmt::format("bound_op: backend '{}' does not declare {}", backend, op));
-  return BoundOp{entry, found->instance};
+  return BoundOp{entry, found->instance, &impl_->allocator};
 }
 
-void Runtime::set_allocator(Allocator allocator) { impl_->host.set_allocator(std::move(allocator)); }
+void Runtime::set_allocator(Allocator allocator) { impl_->allocator.set(std::move(allocator)); }
 
 void Runtime::check_errors(DLDevice device, void* stream) {
   std::vector<std::string> flagged, failed;
@@ -171,9 +176,10 @@ void Runtime::check_errors(DLDevice device, void* stream) {
     char message[512] = {};
     int32_t status = DK_ERR_INTERNAL;
     try {
+      const detail::CallAllocatorScope scope(&impl_->allocator);
       status = backend->check_errors(backend->instance, device, stream, &flags, message, sizeof message);
     } catch (...) {
-      std::snprintf(message, sizeof message, "threw an exception");
+      std::snprintf(message, sizeof message, "threw %s", detail::current_exception_text().c_str());
     }
     message[sizeof message - 1] = '\0';
     const std::string note = message[0] != '\0' ? fmt::format(" ({})", message) : std::string();

@@ -1,5 +1,6 @@
-// What a Runtime holds. Member order is destruction order reversed: the plugins shut down
-// before the host services they were given go away.
+// What a Runtime holds. Member order is destruction order reversed: the decisions that point
+// into the plugins go first; the plugins, shared with other Runtimes, are let go of (the last
+// holder shuts each down) before this Runtime's allocator, which then counts what is still alive.
 #pragma once
 
 #include "config.hpp"
@@ -33,7 +34,7 @@ struct Runtime::Impl {
   detail::Config config;
   std::optional<detail::ForcedBackend> forced;
   std::vector<std::filesystem::path> search_path;
-  detail::HostServices host;
+  detail::RuntimeAllocator allocator;
   detail::Plugins plugins;
   detail::FallbackCounters fallbacks;  // before `decisions`, which points into it
   detail::DecisionCache decisions;
@@ -41,13 +42,15 @@ struct Runtime::Impl {
 
 namespace detail {
 
-// The global runtime's host services (built on first use): what VarlenMetadata::upload
-// allocates through.
-HostServices& global_host_services();
+// The global runtime's allocator (built on first use): what VarlenMetadata::upload allocates
+// through.
+RuntimeAllocator& global_allocator();
 
-// Calls a backend's op, turning a failure status into Error naming the backend (when known),
-// the op and the plugin's message.
-DLManagedTensor* run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend);
+// Calls a backend's op with `allocator` serving its allocations (none: the default one),
+// turning a failure status into Error naming the backend (when known), the op and the
+// plugin's message.
+DLManagedTensor* run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend,
+                        RuntimeAllocator* allocator);
 
 }  // namespace detail
 }  // namespace deltakern

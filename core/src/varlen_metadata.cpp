@@ -19,12 +19,11 @@ struct Uploaded {
   DLManagedTensor managed{};
   int64_t shape[1] = {0};
   int64_t strides[1] = {1};
-  detail::HostServices* host = nullptr;
   void* stream = nullptr;
 
   static void release(DLManagedTensor* self) {
     const std::unique_ptr<Uploaded> owned(static_cast<Uploaded*>(self->manager_ctx));
-    owned->host->deallocate(owned->managed.dl_tensor.device, owned->managed.dl_tensor.data, owned->stream);
+    detail::deallocate(owned->managed.dl_tensor.device, owned->managed.dl_tensor.data, owned->stream);
   }
 };
 
@@ -56,18 +55,17 @@ Tensor VarlenMetadata::upload(DLDevice device, void* stream) const {
   if (query_start_loc.empty())
     throw Error(ErrorCode::invalid_argument,
                 "VarlenMetadata::upload: query_start_loc is empty (build the metadata with from_lengths)");
-  detail::HostServices& host = detail::global_host_services();
+  detail::RuntimeAllocator& allocator = detail::global_allocator();
   const size_t bytes = query_start_loc.size() * sizeof(int32_t);
   auto uploaded = std::make_unique<Uploaded>();
-  uploaded->host = &host;
   uploaded->stream = stream;
   uploaded->shape[0] = static_cast<int64_t>(query_start_loc.size());
-  void* data = host.allocate(device, bytes, stream);
+  void* data = allocator.allocate(device, bytes, stream);
   if (detail::host_accessible(device.device_type)) {
     std::memcpy(data, query_start_loc.data(), bytes);
   } else if (detail::cuda::Failure f =
                  detail::cuda::copy_to_device_async(data, query_start_loc.data(), bytes, stream)) {
-    host.deallocate(device, data, stream);
+    detail::deallocate(device, data, stream);
     throw Error(ErrorCode::runtime,
                 fmt::format("VarlenMetadata::upload to {}: {}", detail::device_name(device), f));
   }

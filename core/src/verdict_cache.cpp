@@ -19,7 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kFormat = 1;
+// 2: entries record the library's dependencies and LD_LIBRARY_PATH. A format-1 file is read as
+// empty without a warning: every verdict in it lacks what a lookup now needs.
+constexpr int kFormat = 2;
 
 json context_json(const ProbeContext& c) { return {{"abi", c.abi}, {"core", c.core}, {"helper", c.helper}}; }
 
@@ -55,6 +57,7 @@ std::vector<VerdictCache::Entry> VerdictCache::read(bool warn) const {
   json root;
   try {
     root = json::parse(text.str());
+    if (root.is_object() && root.contains("format") && root["format"] == 1) return entries;
     if (!root.is_object() || !root.contains("format") || root["format"] != kFormat ||
         !root.contains("entries") || !root["entries"].is_array())
       return ignore(fmt::format("not a format-{} verdict cache", kFormat));
@@ -65,7 +68,7 @@ std::vector<VerdictCache::Entry> VerdictCache::read(bool warn) const {
   for (const auto& e : root["entries"]) {
     try {
       entries.push_back({e.at("library").get<FileIdentity>(), context_from(e.at("context")),
-                         e.at("verdict").get<ProbeVerdict>()});
+                         e.at("verdict").get<ProbeVerdict>(), e.at("ld_library_path").get<std::string>()});
     } catch (const std::exception&) {
       ++skipped;
     }
@@ -75,18 +78,23 @@ std::vector<VerdictCache::Entry> VerdictCache::read(bool warn) const {
   return entries;
 }
 
-std::optional<ProbeVerdict> VerdictCache::find(const FileIdentity& library,
-                                               std::chrono::milliseconds timeout) const {
+std::optional<ProbeVerdict> VerdictCache::find(const FileIdentity& library, std::chrono::milliseconds timeout,
+                                               const std::string& ld_library_path) const {
   for (const auto& e : entries_) {
     if (!(e.library == library) || !(e.context == context_)) continue;
     if (e.verdict.timed_out && std::chrono::milliseconds(e.verdict.timeout_ms) < timeout) return std::nullopt;
+    // The loader may now resolve its dependencies elsewhere, or find them changed or gone.
+    if (e.ld_library_path != ld_library_path) return std::nullopt;
+    for (const auto& dependency : e.verdict.dependencies)
+      if (identity_of(dependency.path) != dependency) return std::nullopt;
     return e.verdict;
   }
   return std::nullopt;
 }
 
-void VerdictCache::store(const FileIdentity& library, const ProbeVerdict& verdict) {
-  Entry entry{library, context_, verdict};
+void VerdictCache::store(const FileIdentity& library, const ProbeVerdict& verdict,
+                         const std::string& ld_library_path) {
+  Entry entry{library, context_, verdict, ld_library_path};
   for (auto* list : {&entries_, &stored_}) {
     std::erase_if(*list, [&](const Entry& e) { return same_slot(e, entry); });
     list->push_back(entry);
@@ -112,7 +120,10 @@ void VerdictCache::write_merged() {
   for (const auto& e : merged) {
     std::error_code ec;
     if (!fs::exists(e.library.path, ec)) continue;
-    entries.push_back({{"library", e.library}, {"context", context_json(e.context)}, {"verdict", e.verdict}});
+    entries.push_back({{"library", e.library},
+                       {"context", context_json(e.context)},
+                       {"verdict", e.verdict},
+                       {"ld_library_path", e.ld_library_path}});
   }
   const json root = {{"format", kFormat}, {"entries", std::move(entries)}};
 
@@ -140,6 +151,11 @@ void VerdictCache::write_merged() {
     return;
   }
   stored_.clear();
+}
+
+std::string current_ld_library_path() {
+  const char* value = std::getenv("LD_LIBRARY_PATH");
+  return value != nullptr ? value : "";
 }
 
 std::optional<fs::path> default_verdict_cache_file() {

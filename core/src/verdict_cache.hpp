@@ -1,10 +1,11 @@
 // Verdicts of earlier probes, kept in a small JSON file so that the next start spawns no
 // child for a library that has not changed. A verdict holds only while the library's file
-// identity (canonical path, size, inode, mtime, ctime), the core library and the probe
-// helper (both by identity: a rebuilt core may judge differently) and the ABI version are
-// what they were. Failing verdicts are cached too: a crashing plugin must not cost a child,
-// and a hanging one a time-out, on every start; a changed file is probed again, and a
-// time-out is probed again under a longer limit.
+// identity (canonical path, size, inode, mtime, ctime), those of the non-system libraries
+// loading it pulled in (its own dependencies, as the child's loader resolved them), the
+// LD_LIBRARY_PATH they were resolved under, the core library and the probe helper (both by
+// identity: a rebuilt core may judge differently) and the ABI version are what they were. Failing verdicts
+// are cached too: a crashing plugin must not cost a child, and a hanging one a time-out, on every start; a
+// changed file is probed again, and a time-out is probed again under a longer limit.
 #pragma once
 
 #include "probe_verdict.hpp"
@@ -29,8 +30,10 @@ class VerdictCache {
   // ignored with a warning (and replaced at the next save).
   VerdictCache(std::filesystem::path file, ProbeContext context);
 
-  std::optional<ProbeVerdict> find(const FileIdentity& library, std::chrono::milliseconds timeout) const;
-  void store(const FileIdentity& library, const ProbeVerdict& verdict);
+  // `ld_library_path`: this process's, which a child inherits ("" when unset).
+  std::optional<ProbeVerdict> find(const FileIdentity& library, std::chrono::milliseconds timeout,
+                                   const std::string& ld_library_path) const;
+  void store(const FileIdentity& library, const ProbeVerdict& verdict, const std::string& ld_library_path);
 
   // Writes the file when something was stored: merged with what another process may have
   // written meanwhile, entries of vanished libraries dropped, written to a temporary file
@@ -42,7 +45,8 @@ class VerdictCache {
   struct Entry {
     FileIdentity library;
     ProbeContext context;
-    ProbeVerdict verdict;
+    ProbeVerdict verdict;  // with the dependencies it was made with
+    std::string ld_library_path;
   };
 
  private:
@@ -54,6 +58,9 @@ class VerdictCache {
   std::vector<Entry> entries_;
   std::vector<Entry> stored_;  // this run's, to merge at save
 };
+
+// LD_LIBRARY_PATH as this process has it, "" when unset: the loader searches it first.
+std::string current_ld_library_path();
 
 // $XDG_CACHE_HOME/deltakern/probe-verdicts.json, else ~/.cache/...; nullopt with neither.
 std::optional<std::filesystem::path> default_verdict_cache_file();

@@ -45,6 +45,12 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
+namespace detail {
+// Calls managed->deleter (when there is one). A deleter is a backend's code, and one that
+// throws (a defect) is logged, once, instead of terminating the process.
+void delete_result(DLManagedTensor* managed) noexcept;
+}  // namespace detail
+
 // An owning DLPack tensor: a fresh output, or a view of an input it aliases.
 class Tensor {
  public:
@@ -63,9 +69,7 @@ class Tensor {
 
  private:
   struct Deleter {
-    void operator()(DLManagedTensor* m) const noexcept {
-      if (m != nullptr && m->deleter != nullptr) m->deleter(m);
-    }
+    void operator()(DLManagedTensor* m) const noexcept { detail::delete_result(m); }
   };
   std::unique_ptr<DLManagedTensor, Deleter> managed_;
 };

@@ -114,10 +114,16 @@ struct Decision {
   std::string describe() const;  // a readable multi-line explanation
 };
 
+namespace detail {
+class RuntimeAllocator;
+}
+
 // A backend's op entry, bound to its plugin instance: what the dispatcher calls.
 struct BoundOp {
   const dk_op* op = nullptr;
   void* plugin = nullptr;
+  // The allocator of the Runtime that bound it, which the op's allocations use; none: the default.
+  detail::RuntimeAllocator* allocator = nullptr;
   DLManagedTensor* run(const dk_call& call) const;  // throws Error on failure
 };
 
