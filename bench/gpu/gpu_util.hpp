@@ -1,5 +1,5 @@
 // Small host-side helpers of the GPU programs: error checks, owning device buffers, dtype
-// conversions, DLTensor views and the float64 reference of both ops (DESIGN.md section 4).
+// conversions, DLTensor views and the float64 reference of both ops (docs/design.md section 5).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -169,7 +169,7 @@ struct View {
 inline DLDataType i32_dl() { return DLDataType{kDLInt, 32, 1}; }
 inline DLDataType u8_dl() { return DLDataType{kDLUInt, 8, 1}; }
 
-// ---- float64 reference (DESIGN.md section 4), on logical index functions
+// ---- float64 reference (docs/design.md section 5), on logical index functions
 
 struct RefConv {
   int width = 4;

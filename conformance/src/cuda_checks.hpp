@@ -1,4 +1,4 @@
-// The two GPU-only checks of DESIGN.md section 5. Built only with DELTAKERN_HAVE_CUDA;
+// The two GPU-only checks of docs/design.md section 7. Built only with DELTAKERN_HAVE_CUDA;
 // without it every member throws.
 #pragma once
 

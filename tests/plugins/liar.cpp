@@ -33,9 +33,9 @@ const dk_op kOps[] = {
     {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateFreshSchema, &kCaps, nullptr, update_lying},
 #endif
 };
-const dk_plugin kPlugin = {
-    sizeof(dk_plugin), DK_ABI_MAJOR,     DK_ABI_MINOR,    DK_LIAR_NAME, "test", init_keep_host,
-    probe_cpu_only,    shutdown_nothing, std::size(kOps), kOps,         check_errors_cpu};
+const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     DK_LIAR_NAME,    "test",
+                           init_keep_host,    probe_cpu_only, shutdown_nothing, std::size(kOps), kOps,
+                           check_errors_cpu};
 
 }  // namespace
 

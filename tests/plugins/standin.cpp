@@ -20,16 +20,8 @@ const dk_op kOps[] = {
     {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenInPlaceSchema, &kCaps, nullptr, varlen_in_place},
     {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateInPlaceSchema, &kCaps, nullptr, update_in_place},
 };
-const dk_plugin kPlugin = {sizeof(dk_plugin),
-                           DK_ABI_MAJOR,
-                           DK_ABI_MINOR,
-                           "standin",
-                           "test",
-                           init_keep_host,
-                           probe_cpu_only,
-                           shutdown_nothing,
-                           2,
-                           kOps,
+const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     "standin", "test",
+                           init_keep_host,    probe_cpu_only, shutdown_nothing, 2,         kOps,
                            check_errors_cpu};
 
 }  // namespace

@@ -78,7 +78,7 @@ enum class Activation { none, silu };
 // "none", "silu" and its alias "swish"; anything else throws invalid_argument.
 Activation activation_from_string(std::string_view name);
 
-// Arguments of causal_conv1d_varlen; see DESIGN.md section 4 for the exact semantics.
+// Arguments of causal_conv1d_varlen; see docs/design.md section 5 for the exact semantics.
 struct CausalConv1dVarlenArgs {
   const DLTensor* x = nullptr;                  // (D, T): time-contiguous or channel-last
   const DLTensor* weight = nullptr;             // (D, W), x's dtype or float32
