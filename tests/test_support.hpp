@@ -36,6 +36,11 @@ inline fs::path hostile_plugin(std::string_view folder, std::string_view name) {
          ("libdeltakern_hostile_" + std::string(name) + ".so");
 }
 
+// A defect plugin of the build (plugins/defects.cpp): correct but for one Defect.
+inline fs::path defect_plugin(std::string_view name) {
+  return fs::path(DK_TEST_DEFECT_PLUGIN_DIR) / ("libdeltakern_defect_" + std::string(name) + ".so");
+}
+
 inline RuntimeOptions base_options() {
   RuntimeOptions o;
   o.read_environment = false;

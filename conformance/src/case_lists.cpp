@@ -85,9 +85,12 @@ void pick_lengths(VarlenConfig& c, Random& knobs) {
   c.padded = std::move(padded);
 }
 
-VarlenConfig varlen_config(DType x, int64_t width, Layout layout, bool bias, reference::Act act, bool init,
-                           Random& knobs, const SuiteOptions& o) {
-  VarlenConfig c;
+// What both ops' configs share: the dtypes, a small D, the state length (W - 1 or a little
+// longer), the case's axes and how long late writes are looked for.
+template <class Config>
+Config config_of(DType x, int64_t width, Layout layout, bool bias, reference::Act act, Random& knobs,
+                 const SuiteOptions& o) {
+  Config c;
   c.x = x;
   const auto d = pick_dtypes(x, knobs);
   c.weight = d.weight;
@@ -99,6 +102,13 @@ VarlenConfig varlen_config(DType x, int64_t width, Layout layout, bool bias, ref
   c.layout = layout;
   c.has_bias = bias;
   c.act = act;
+  c.late_write_ms = late_write_ms(o);
+  return c;
+}
+
+VarlenConfig varlen_config(DType x, int64_t width, Layout layout, bool bias, reference::Act act, bool init,
+                           Random& knobs, const SuiteOptions& o) {
+  auto c = config_of<VarlenConfig>(x, width, layout, bias, act, knobs, o);
   c.init = init ? VarlenConfig::Init::mixed
                 : (knobs.coin() ? VarlenConfig::Init::none_tensor : VarlenConfig::Init::all_false);
   c.identity_indices = knobs.coin(0.2);
@@ -106,28 +116,16 @@ VarlenConfig varlen_config(DType x, int64_t width, Layout layout, bool bias, ref
   c.state_layout = static_cast<StateLayout>(knobs.integer(0, 2));
   c.row_padding = knobs.coin() ? 0 : 5;
   c.byte_offset = knobs.coin(0.25);
-  c.late_write_ms = late_write_ms(o);
   pick_lengths(c, knobs);
   return c;
 }
 
 UpdateConfig update_config(DType x, int64_t width, int64_t tokens, Layout layout, bool bias,
                            reference::Act act, bool circular, Random& knobs, const SuiteOptions& o) {
-  UpdateConfig c;
-  c.x = x;
-  const auto d = pick_dtypes(x, knobs);
-  c.weight = d.weight;
-  c.bias = d.bias;
-  c.state = d.state;
-  c.width = width;
-  c.dim = std::vector<int64_t>{16, 13, 24, 8}[static_cast<size_t>(knobs.integer(0, 3))];
-  c.state_len = knobs.coin(0.6) ? width - 1 : width - 1 + knobs.integer(1, 3);
+  auto c = config_of<UpdateConfig>(x, width, layout, bias, act, knobs, o);
   c.tokens = tokens;
   c.three_d = tokens > 1 || knobs.coin(0.25);
-  c.layout = layout;
   c.row_padding = knobs.coin() ? 0 : 6;
-  c.has_bias = bias;
-  c.act = act;
   c.circular = circular;
   c.identity_indices = knobs.coin(0.2);
   c.batch = knobs.integer(5, 8);
@@ -138,7 +136,6 @@ UpdateConfig update_config(DType x, int64_t width, int64_t tokens, Layout layout
   }
   c.pad_slot_id = pick_pad(knobs);
   c.state_layout = static_cast<StateLayout>(knobs.integer(0, 2));
-  c.late_write_ms = late_write_ms(o);
   return c;
 }
 

@@ -102,6 +102,30 @@ std::string compare_bits(std::string_view what, DType dtype, std::span<const uin
          std::to_string(checked) + " elements differ";
 }
 
+std::string check_skipped(std::string_view unit, DType dtype, bool in_place, uint32_t got, uint32_t before,
+                          const std::string& where) {
+  const uint32_t expected = in_place ? before : encode(dtype, 0.0);
+  if (got == expected || (!in_place && decode(dtype, got) == 0.0)) return {};
+  return "output at a skipped " + std::string(unit) +
+         (in_place ? " (in place: x left as it was)" : " (a fresh output holds zeros there)") +
+         " differs at " + where + ": got " + format_value(decode(dtype, got)) + " [" +
+         format_bits(dtype, got) + "], expected " + format_value(decode(dtype, expected));
+}
+
+std::string compare_states(std::string_view what, const HostImage& states, std::span<const double> expected,
+                           const std::function<bool(int64_t)>& live, const Describe& describe) {
+  const DType dtype = states.dtype();
+  for (int64_t i = 0; i < states.numel(); ++i) {
+    if (!live(i)) continue;
+    const uint32_t e = encode(dtype, expected[static_cast<size_t>(i)]);
+    if (const uint32_t g = states.bits(i); g != e)
+      return std::string(what) + " differs at " + describe(i) + ": got " + format_value(decode(dtype, g)) +
+             " [" + format_bits(dtype, g) + "], expected " + format_value(decode(dtype, e)) + " [" +
+             format_bits(dtype, e) + "] (bit-exact)";
+  }
+  return {};
+}
+
 std::string compare_images(std::string_view what, const HostImage& got, const HostImage& expected,
                            const Describe& describe) {
   if (got.shape() != expected.shape()) return std::string(what) + ": the shapes differ";

@@ -43,6 +43,16 @@ std::string compare_bits(std::string_view what, DType dtype, std::span<const uin
                          std::span<const uint32_t> expected, std::span<const uint8_t> mask,
                          const Describe& describe);
 
+// The element of a skipped sequence or row (padded, or out of range): x as it was for an
+// in-place backend (`before`), zero for a fresh output. Empty when it holds; `where` names it.
+std::string check_skipped(std::string_view unit, DType dtype, bool in_place, uint32_t got, uint32_t before,
+                          const std::string& where);
+
+// The pool after a call, bit for bit, where live(i) holds: each element the reference's value
+// rounded to the pool's dtype.
+std::string compare_states(std::string_view what, const HostImage& states, std::span<const double> expected,
+                           const std::function<bool(int64_t)>& live, const Describe& describe);
+
 // Bit-exact comparison of every element of two images of the same shape.
 std::string compare_images(std::string_view what, const HostImage& got, const HostImage& expected,
                            const Describe& describe);

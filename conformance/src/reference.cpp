@@ -38,6 +38,16 @@ Output convolve(const std::function<double(int64_t d, int64_t k)>& weight,
   return o;
 }
 
+// The pool as the call finds it, [lines][dim][state_len].
+std::vector<double> pool_of(const std::function<double(int64_t, int64_t, int64_t)>& states, int64_t lines,
+                            int64_t D, int64_t S) {
+  std::vector<double> pool(static_cast<size_t>(lines * D * S));
+  for (int64_t line = 0; line < lines; ++line)
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t s = 0; s < S; ++s) pool[static_cast<size_t>((line * D + d) * S + s)] = states(line, d, s);
+  return pool;
+}
+
 }  // namespace
 
 Varlen::Varlen(VarlenProblem p) : p_(std::move(p)) {
@@ -46,11 +56,7 @@ Varlen::Varlen(VarlenProblem p) : p_(std::move(p)) {
   live_.resize(static_cast<size_t>(B));
   initial_.resize(static_cast<size_t>(B));
   line_live_.assign(static_cast<size_t>(p_.lines), 0);
-  states_.resize(static_cast<size_t>(p_.lines * D * S));
-  for (int64_t line = 0; line < p_.lines; ++line)
-    for (int64_t d = 0; d < D; ++d)
-      for (int64_t s = 0; s < S; ++s)
-        states_[static_cast<size_t>((line * D + d) * S + s)] = p_.states(line, d, s);
+  states_ = pool_of(p_.states, p_.lines, D, S);
   for (int64_t b = 0; b < B; ++b) {
     const auto ub = static_cast<size_t>(b);
     line_[ub] = line_of(p_.cache_indices, b, p_.pad_slot_id, p_.lines);
@@ -105,11 +111,7 @@ Update::Update(UpdateProblem p) : p_(std::move(p)) {
   const int64_t B = p_.batch, D = p_.dim, S = p_.state_len, Tq = p_.tokens;
   line_.resize(static_cast<size_t>(B));
   line_live_.assign(static_cast<size_t>(p_.lines), 0);
-  states_.resize(static_cast<size_t>(p_.lines * D * S));
-  for (int64_t line = 0; line < p_.lines; ++line)
-    for (int64_t d = 0; d < D; ++d)
-      for (int64_t s = 0; s < S; ++s)
-        states_[static_cast<size_t>((line * D + d) * S + s)] = p_.states(line, d, s);
+  states_ = pool_of(p_.states, p_.lines, D, S);
   for (int64_t b = 0; b < B; ++b) {
     const int64_t line = line_of(p_.state_indices, b, p_.pad_slot_id, p_.lines);
     line_[static_cast<size_t>(b)] = line;

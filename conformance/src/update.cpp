@@ -187,26 +187,11 @@ std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfi
     if (ref.row_live(b)) continue;
     for (int64_t k = 0; k < D * Tq; ++k) {
       const int64_t i = b * D * Tq + k;
-      const uint32_t bits = got.bits(i);
-      const uint32_t expected = in_place ? before.x.bits(i) : encode(c.x, 0.0);
-      if (bits == expected || (!in_place && decode(c.x, bits) == 0.0)) continue;
-      return std::string(in_place ? "output at a skipped row (in place: x left as it was)"
-                                  : "output at a skipped row (a fresh output holds zeros there)") +
-             " differs at " + out_at(i) + ": got " + format_value(decode(c.x, bits)) + " [" +
-             format_bits(c.x, bits) + "], expected " + format_value(decode(c.x, expected));
+      if (auto m = check_skipped("row", c.x, in_place, got.bits(i), before.x.bits(i), out_at(i)); !m.empty())
+        return m;
     }
   }
-
-  const HostImage states = in.states.view_of(states_now);
-  for (int64_t i = 0; i < states.numel(); ++i) {
-    if (!line_live(i)) continue;
-    const uint32_t expected = encode(c.state, ref.states()[static_cast<size_t>(i)]);
-    if (const uint32_t g = states.bits(i); g != expected)
-      return "conv_state differs at " + state_at(i) + ": got " + format_value(decode(c.state, g)) + " [" +
-             format_bits(c.state, g) + "], expected " + format_value(decode(c.state, expected)) + " [" +
-             format_bits(c.state, expected) + "] (bit-exact)";
-  }
-  return {};
+  return compare_states("conv_state", in.states.view_of(states_now), ref.states(), line_live, state_at);
 }
 
 }  // namespace deltakern::conformance

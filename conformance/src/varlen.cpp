@@ -248,27 +248,13 @@ std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfi
   for (int64_t b = 0; b < ref.batch(); ++b) {
     if (ref.sequence_live(b)) continue;
     for (int64_t d = 0; d < D; ++d)
-      for (int32_t t = in.qsl[static_cast<size_t>(b)]; t < in.qsl[static_cast<size_t>(b) + 1]; ++t) {
-        const uint32_t bits = got.bits_at(d, t);
-        const uint32_t expected = in_place ? before.x.bits_at(d, t) : encode(c.x, 0.0);
-        if (bits == expected || (!in_place && decode(c.x, bits) == 0.0)) continue;
-        return std::string(in_place ? "output at a skipped sequence (in place: x left as it was)"
-                                    : "output at a skipped sequence (a fresh output holds zeros there)") +
-               " differs at " + out_at(d * T + t) + ": got " + format_value(decode(c.x, bits)) + " [" +
-               format_bits(c.x, bits) + "], expected " + format_value(decode(c.x, expected));
-      }
+      for (int32_t t = in.qsl[static_cast<size_t>(b)]; t < in.qsl[static_cast<size_t>(b) + 1]; ++t)
+        if (auto m = check_skipped("sequence", c.x, in_place, got.bits_at(d, t), before.x.bits_at(d, t),
+                                   out_at(d * T + t));
+            !m.empty())
+          return m;
   }
-
-  const HostImage states = in.states.view_of(states_now);
-  for (int64_t i = 0; i < states.numel(); ++i) {
-    if (!line_live(i)) continue;
-    const uint32_t expected = encode(c.state, ref.states()[static_cast<size_t>(i)]);
-    if (const uint32_t g = states.bits(i); g != expected)
-      return "conv_states differs at " + state_at(i) + ": got " + format_value(decode(c.state, g)) + " [" +
-             format_bits(c.state, g) + "], expected " + format_value(decode(c.state, expected)) + " [" +
-             format_bits(c.state, expected) + "] (bit-exact)";
-  }
-  return {};
+  return compare_states("conv_states", in.states.view_of(states_now), ref.states(), line_live, state_at);
 }
 
 }  // namespace deltakern::conformance

@@ -5,7 +5,6 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,13 +21,6 @@ namespace protocol = worker_protocol;
 namespace child_side = detail::child_side;
 using Clock = protocol::Clock;
 
-std::optional<long> number(std::string_view text) {
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 struct Arguments {
   int report_fd = -1;
   pid_t parent = 0;
@@ -36,21 +28,14 @@ struct Arguments {
 };
 
 std::optional<Arguments> parse(int argc, char** argv) {
+  const auto given = child_side::parse_arguments(argc, argv, {"--report-fd", "--parent"});
+  if (!given || !given->numbers.contains("--report-fd")) return std::nullopt;
   Arguments a;
-  int i = 1;
-  for (; i + 1 < argc && std::string_view(argv[i]) != "--"; i += 2) {
-    const std::string_view key(argv[i]);
-    const auto value = number(argv[i + 1]);
-    if (!value) return std::nullopt;
-    if (key == "--report-fd")
-      a.report_fd = static_cast<int>(*value);
-    else if (key == "--parent")
-      a.parent = static_cast<pid_t>(*value);
-    else
-      return std::nullopt;
-  }
-  if (i + 2 != argc || std::string_view(argv[i]) != "--" || a.report_fd < 0) return std::nullopt;
-  a.request = argv[i + 1];
+  a.report_fd = static_cast<int>(given->numbers.at("--report-fd"));
+  if (const auto it = given->numbers.find("--parent"); it != given->numbers.end())
+    a.parent = static_cast<pid_t>(it->second);
+  a.request = given->last;
+  if (a.report_fd < 0) return std::nullopt;
   return a;
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -239,6 +240,23 @@ void default_crash_signals() {
 }
 
 void keep_from_exec(int fd) { ::fcntl(fd, F_SETFD, FD_CLOEXEC); }
+
+std::optional<Arguments> parse_arguments(int argc, char** argv,
+                                         std::initializer_list<std::string_view> names) {
+  Arguments a;
+  int i = 1;
+  for (; i + 1 < argc && std::string_view(argv[i]) != "--"; i += 2) {
+    const std::string_view name(argv[i]), text(argv[i + 1]);
+    if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
+    long value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    a.numbers.emplace(name, value);
+  }
+  if (i + 2 != argc || std::string_view(argv[i]) != "--") return std::nullopt;
+  a.last = argv[i + 1];
+  return a;
+}
 
 bool write_line(int fd, std::string_view text) {
   std::string line;

@@ -15,6 +15,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -124,6 +126,16 @@ void keep_from_exec(int fd);
 // One whole line, unbuffered: what was written before a crash has reached the parent.
 // Returns false when the parent has gone or given up.
 bool write_line(int fd, std::string_view text);
+
+// A helper's command line as its parent writes it: `--name NUMBER` pairs, then `--` and one last
+// argument. None when it is not of that form (a name not in `names`, a value that is not an
+// integer, no `--`).
+struct Arguments {
+  std::map<std::string, long, std::less<>> numbers;
+  std::string last;
+};
+std::optional<Arguments> parse_arguments(int argc, char** argv,
+                                         std::initializer_list<std::string_view> names);
 
 }  // namespace child_side
 

@@ -1,5 +1,7 @@
 #include "probe_child.hpp"
 
+#include "child_process.hpp"
+
 #include "loaded_objects.hpp"
 #include "log.hpp"
 #include "plugin_library.hpp"
@@ -7,15 +9,10 @@
 #include "probe_verdict.hpp"
 #include "rejection.hpp"
 
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,18 +25,12 @@ namespace deltakern::detail {
 namespace {
 
 namespace protocol = probe_protocol;
+namespace child_side = detail::child_side;
 
 // How long the first life waits between init and shutdown, so that a thread the plugin
 // started in init and that crashes soon after does it here. A cost on every child (but not on
 // a cached verdict): kept small, it cannot catch what comes later.
 constexpr auto kSettleAfterInit = std::chrono::milliseconds(50);
-
-std::optional<long> number(std::string_view text) {
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 struct Arguments {
   int verdict_fd = -1;
@@ -49,36 +40,25 @@ struct Arguments {
 };
 
 std::optional<Arguments> parse(int argc, char** argv) {
+  const auto given = child_side::parse_arguments(argc, argv, {"--verdict-fd", "--parent", "--log-level"});
+  if (!given) return std::nullopt;
   Arguments a;
-  int i = 1;
-  for (; i + 1 < argc && std::string_view(argv[i]) != "--"; i += 2) {
-    const std::string_view key(argv[i]);
-    const auto value = number(argv[i + 1]);
-    if (!value) return std::nullopt;
-    if (key == "--verdict-fd")
-      a.verdict_fd = static_cast<int>(*value);
-    else if (key == "--parent")
-      a.parent = static_cast<pid_t>(*value);
-    else if (key == "--log-level" && *value >= spdlog::level::trace && *value <= spdlog::level::off)
-      a.log_level = static_cast<spdlog::level::level_enum>(*value);
-    else
-      return std::nullopt;
-  }
-  if (i + 2 != argc || std::string_view(argv[i]) != "--" || a.verdict_fd < 0) return std::nullopt;
-  a.library = argv[i + 1];
+  const auto number = [&](std::string_view name, long fallback) {
+    const auto it = given->numbers.find(name);
+    return it == given->numbers.end() ? fallback : it->second;
+  };
+  a.verdict_fd = static_cast<int>(number("--verdict-fd", -1));
+  a.parent = static_cast<pid_t>(number("--parent", 0));
+  const long level = number("--log-level", spdlog::level::warn);
+  if (a.verdict_fd < 0 || level < spdlog::level::trace || level > spdlog::level::off) return std::nullopt;
+  a.log_level = static_cast<spdlog::level::level_enum>(level);
+  a.library = given->last;
   return a;
 }
 
-// Unbuffered, whole lines: what was written before a crash has reached the parent.
+// "<tag> <text>", one whole line.
 void write_line(int fd, std::string_view tag, std::string_view text) {
-  std::string line = fmt::format("{} {}\n", tag, text);
-  std::string_view rest = line;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the parent has gone or given up: nothing to tell
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
+  child_side::write_line(fd, fmt::format("{} {}", tag, text));
 }
 
 ProbeVerdict verdict_of(const PluginInfo& info) {
@@ -137,18 +117,6 @@ std::string json_line(const ProbeVerdict& verdict) {
   return nlohmann::json(verdict).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A sanitizer runtime (or anything else) linked into the helper may have installed crash
-// handlers that turn a segfault into a report and exit(1). The verdict needs the crash
-// itself: the signal is what names it. A plugin may still install its own.
-void default_crash_signals() {
-  for (const int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) {
-    struct sigaction action {};
-    action.sa_handler = SIG_DFL;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(signal, &action, nullptr);
-  }
-}
-
 }  // namespace
 
 int run_probe_child(int argc, char** argv) {
@@ -160,11 +128,9 @@ int run_probe_child(int argc, char** argv) {
     return protocol::kExitUsage;
   }
   // A child whose engine died (Ctrl-C while a plugin hangs) must not hang on forever.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (args->parent != 0 && ::getppid() != args->parent) return protocol::kExitOrphaned;
-  default_crash_signals();
-  // A process the plugin starts must not inherit the pipe: the parent reads to end of file.
-  ::fcntl(args->verdict_fd, F_SETFD, FD_CLOEXEC);
+  if (!child_side::die_with_parent(args->parent)) return protocol::kExitOrphaned;
+  child_side::default_crash_signals();
+  child_side::keep_from_exec(args->verdict_fd);
   // What the core itself says about this library the parent says again; the child adds only
   // errors (and a plugin's own messages at the engine's level, as they would come in-process).
   logger().set_level(args->log_level);
