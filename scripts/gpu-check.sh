@@ -6,6 +6,8 @@
 #                               machine needs into .carry/ (git-ignored): bin/, lib/ with the
 #                               plugins, share/ config, the test-only plugins, and every
 #                               non-system shared library they load (lib/deps/).
+#   scripts/gpu-check.sh tiers [full|large]   on the GPU machine: the supervised conformance run
+#                               at that tier on every GPU-machine target at once (see tiers()).
 #   scripts/gpu-check.sh run    on the GPU machine, from a copy of the repository that holds
 #                               .carry/ (no -dev packages, no network needed): nvidia-smi, the
 #                               native self-test, the unit and conformance tests on every backend
@@ -265,11 +267,48 @@ run() {
   return $((failed > 0))
 }
 
+# ---------------------------------------------------------------------------- tiers
+# scripts/gpu-check.sh tiers [full|large] on the GPU machine: the supervised conformance run at
+# that tier on native and portable (CUDA) and portable (CPU) at once, each in its own worker
+# processes, logs and JUnit under $OUT. The large tier's 128k-token cases take one to two
+# minutes each (the suite's host work), so at that tier give it a call of its own.
+tiers() {
+  local tier="${1:-full}"
+  OUT="${OUT:-$PWD/gpu-results}"
+  mkdir -p "$OUT"
+  local build_path source_path
+  build_path=$(cat "$carry/BUILD_PATH" 2>/dev/null || true)
+  source_path=$(cat "$carry/SOURCE_PATH" 2>/dev/null || true)
+  [ -n "$source_path" ] && [ ! -e "$source_path" ] && mkdir -p "$(dirname "$source_path")" && ln -sfn "$repo" "$source_path"
+  [ -n "$build_path" ] && [ ! -e "$build_path" ] && mkdir -p "$(dirname "$build_path")" && ln -sfn "$carry" "$build_path"
+  export LD_LIBRARY_PATH="$carry/lib:$carry/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  unset DELTAKERN_BACKEND DELTAKERN_CONFIG DELTAKERN_PLUGIN_PATH
+  local cli="$carry/bin/deltakern" pids=() name
+  for target in "native cuda" "portable cuda" "portable cpu"; do
+    set -- $target
+    name="$1-$2-$tier"
+    "$cli" conformance --backend "$1" --device "$2" --tier "$tier" --seed "${SEED:-1}" \
+      --junit "$OUT/$name.xml" >"$OUT/$name.log" 2>&1 &
+    pids+=("$!")
+  done
+  local failed=0 i=0
+  for target in "native cuda" "portable cuda" "portable cpu"; do
+    set -- $target
+    name="$1-$2-$tier"
+    wait "${pids[$i]}" || failed=$((failed + 1))
+    i=$((i + 1))
+    echo "== $name: $(tail -n 1 "$OUT/$name.log")"
+    grep -E '^FAIL' -A1 "$OUT/$name.log" | head -n 10
+  done
+  return $((failed > 0))
+}
+
 case "${1:-}" in
   pack) pack ;;
   run) run ;;
+  tiers) tiers "${2:-full}" ;;
   *)
-    echo "usage: $0 pack|run" >&2
+    echo "usage: $0 pack|run|tiers [full|large]" >&2
     exit 2
     ;;
 esac
