@@ -31,7 +31,8 @@ namespace {
 
 // The first byte at which two images of one allocation differ; none when they are equal.
 std::optional<size_t> first_difference(const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
-  if (a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0) return std::nullopt;
+  if (a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0))
+    return std::nullopt;
   const size_t n = std::min(a.size(), b.size());
   const auto at = std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin());
   return static_cast<size_t>(at.first - a.begin());

@@ -85,6 +85,7 @@ bool is_compact(const DLTensor& t) {
 void gather(std::byte* dst, const DLTensor& src, const std::byte* origin, int64_t origin_offset) {
   const size_t bytes = element_bytes(src.dtype);
   const int64_t n = numel(src);
+  if (n == 0) return;
   if (is_compact(src)) {
     std::memcpy(dst, origin - origin_offset * static_cast<int64_t>(bytes), static_cast<size_t>(n) * bytes);
     return;
