@@ -37,7 +37,8 @@ struct SmallUpdate {
   dk_scalar scalars[DK_UPDATE_N_SCALARS] = {{DK_SCALAR_STRING, 0, 0, "silu"},
                                             {DK_SCALAR_INT, -1, 0, nullptr}};
   dk_call call() const {
-    return {sizeof(dk_call), nullptr, DK_UPDATE_N_TENSORS, tensors, DK_UPDATE_N_SCALARS, scalars};
+    return {sizeof(dk_call),     nullptr, DK_UPDATE_N_TENSORS, tensors,
+            DK_UPDATE_N_SCALARS, scalars, sizeof(dk_scalar)};
   }
 };
 

@@ -8,7 +8,9 @@
 
 #include <fmt/core.h>
 
+#include <charconv>
 #include <string>
+#include <vector>
 
 namespace deltakern::cli {
 
@@ -18,6 +20,7 @@ void add_explain_command(CLI::App& app) {
     std::string op, device = "cpu", dtype = "bf16", weight_dtype, state_dtype, layout = "time_contiguous";
     int width = 4;
     bool no_max_seq_len = false;
+    std::vector<std::string> dims;
   };
   static Options o;
   cmd->add_option("op", o.op, "causal_conv1d_varlen or causal_conv1d_update")
@@ -32,6 +35,10 @@ void add_explain_command(CLI::App& app) {
       ->check(CLI::IsMember({"time_contiguous", "channel_last"}))
       ->capture_default_str();
   cmd->add_flag("--no-max-seq-len", o.no_max_seq_len, "the host does not pass max_seq_len");
+  cmd->add_option(
+      "--dim", o.dims,
+      "a size of the call, checked against the backends' limits: NAME=VALUE (repeatable; varlen: "
+      "dim, tokens, batch, state_len, lines; update: batch, dim, tokens_per_update, state_len, lines)");
   cmd->callback([] {
     CallSignature sig;
     sig.op = o.op;
@@ -43,6 +50,15 @@ void add_explain_command(CLI::App& app) {
     sig.width = o.width;
     sig.layout = o.layout == "channel_last" ? Layout::channel_last : Layout::time_contiguous;
     sig.max_seq_len_given = !o.no_max_seq_len;
+    for (const auto& dim : o.dims) {
+      const auto eq = dim.find('=');
+      int64_t value = 0;
+      const char* end = dim.data() + dim.size();
+      if (eq == std::string::npos || eq == 0 || std::from_chars(dim.data() + eq + 1, end, value).ptr != end ||
+          eq + 1 == dim.size())
+        throw Error(ErrorCode::invalid_argument, fmt::format("--dim: expected NAME=VALUE, got '{}'", dim));
+      sig.dims.emplace_back(dim.substr(0, eq), value);
+    }
 
     Runtime runtime;
     const Decision decision = runtime.explain(sig);

@@ -106,6 +106,11 @@ void print_text(const Runtime& runtime) {
       fmt::print("    dtypes:   {}\n", fmt::join(dtype_names(op), ", "));
       fmt::print("    widths:   {}..{}\n", op.min_width, op.max_width);
       fmt::print("    layouts:  {}\n", fmt::join(layout_names(op), ", "));
+      if (!op.limits.empty()) {
+        std::vector<std::string> limits;
+        for (const auto& l : op.limits) limits.push_back(fmt::format("{} {}..{}", l.dim, l.min, l.max));
+        fmt::print("    limits:   {}\n", fmt::join(limits, ", "));
+      }
     }
     fmt::print("\n");
   }
@@ -145,6 +150,8 @@ nlohmann::json to_json(const Runtime& runtime) {
              {"min_width", op.min_width}, {"max_width", op.max_width}, {"layouts", layout_names(op)},
              {"mutates", op.mutated}};
       o["returns_alias_of"] = op.returns_alias_of ? json(*op.returns_alias_of) : json(nullptr);
+      o["limits"] = json::array();
+      for (const auto& l : op.limits) o["limits"].push_back({{"dim", l.dim}, {"min", l.min}, {"max", l.max}});
       o["devices"] = json::array();
       for (const auto& d : op.devices)
         o["devices"].push_back({{"type", device_name(d.type)},

@@ -81,8 +81,8 @@ struct Plugin {
   // Runs and returns the status; the result (a view of x) must alias x.
   int32_t run(const char* name, const std::vector<const DLTensor*>& tensors,
               const std::vector<dk_scalar>& scalars, void* stream, std::string* error = nullptr) const {
-    const dk_call call{sizeof(dk_call), stream,         tensors.size(),
-                       tensors.data(),  scalars.size(), scalars.data()};
+    const dk_call call{sizeof(dk_call), stream,         tensors.size(),   tensors.data(),
+                       scalars.size(),  scalars.data(), sizeof(dk_scalar)};
     const dk_op& o = op(name);
     char why[512] = {};
     if (o.supports != nullptr && o.supports(self, &call, why, sizeof why) != DK_OK) {

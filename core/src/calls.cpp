@@ -16,14 +16,16 @@
 namespace deltakern {
 namespace {
 
-[[noreturn, gnu::cold, gnu::noinline]] void refuse(const detail::CachedDecision& decision) {
-  throw Error(ErrorCode::unsupported, decision.refusal);
-}
-
 [[noreturn, gnu::cold, gnu::noinline]] void run_failed(const dk_op& op, const char* backend, int32_t status,
                                                        const char* message) {
-  const std::string what =
-      message[0] != '\0' ? std::string(message) : std::string(detail::status_name(status));
+  std::string what = message[0] != '\0' ? std::string(message) : std::string(detail::status_name(status));
+  // The core chose this backend because its declaration and supports() admitted the call: a
+  // refusal now is the backend's defect, reported as such (it may have written; nothing is retried).
+  if (status == DK_ERR_UNSUPPORTED && backend != nullptr)
+    what = fmt::format(
+        "run() refused a call its capabilities, limits and supports() admitted ({}); a "
+        "backend defect: declare the limit instead",
+        what);
   throw Error(detail::error_code_of(status), backend != nullptr
                                                  ? fmt::format("{}: {}: {}", backend, op.name, what)
                                                  : fmt::format("{}: {}", op.name, what));
@@ -94,8 +96,8 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
   scalars[DK_VARLEN_ACTIVATION] = string_scalar(activation_name(args.activation));
   scalars[DK_VARLEN_PAD_SLOT_ID] = int_scalar(args.pad_slot_id);
   scalars[DK_VARLEN_MAX_SEQ_LEN] = args.max_seq_len ? int_scalar(*args.max_seq_len) : none_scalar();
-  const dk_call call{sizeof(dk_call), args.stream,         DK_VARLEN_N_TENSORS,
-                     tensors,         DK_VARLEN_N_SCALARS, scalars};
+  const dk_call call{sizeof(dk_call),     args.stream, DK_VARLEN_N_TENSORS, tensors,
+                     DK_VARLEN_N_SCALARS, scalars,     sizeof(dk_scalar)};
 
   const detail::SignatureFields signature{detail::OpId::causal_conv1d_varlen,
                                           args.x->device,
@@ -106,14 +108,12 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
                                           width_of(geometry.width),
                                           geometry.layout,
                                           args.max_seq_len.has_value()};
-  const detail::CachedDecision& decision = impl_->decision_for(signature, call);
-  if (decision.op == nullptr) [[unlikely]]
-    refuse(decision);
+  const detail::CallDims dims{geometry.dim,   geometry.tokens,    geometry.batch,
+                              geometry.width, geometry.state_len, geometry.lines};
+  const detail::Served served = impl_->serve(signature, call, dims);
   if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_varlen))) [[unlikely]]
     detail::check_varlen_contents(args, geometry);
-  if (decision.fallback_count != nullptr) [[unlikely]]
-    decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
-  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend, &impl_->allocator));
+  return Tensor(detail::run_op(*served.op, served.instance, call, served.backend, &impl_->allocator));
 }
 
 Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
@@ -129,8 +129,8 @@ Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
   dk_scalar scalars[DK_UPDATE_N_SCALARS];
   scalars[DK_UPDATE_ACTIVATION] = string_scalar(activation_name(args.activation));
   scalars[DK_UPDATE_PAD_SLOT_ID] = int_scalar(args.pad_slot_id);
-  const dk_call call{sizeof(dk_call), args.stream,         DK_UPDATE_N_TENSORS,
-                     tensors,         DK_UPDATE_N_SCALARS, scalars};
+  const dk_call call{sizeof(dk_call),     args.stream, DK_UPDATE_N_TENSORS, tensors,
+                     DK_UPDATE_N_SCALARS, scalars,     sizeof(dk_scalar)};
 
   const detail::SignatureFields signature{detail::OpId::causal_conv1d_update,
                                           args.x->device,
@@ -141,14 +141,12 @@ Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
                                           width_of(geometry.width),
                                           geometry.layout,
                                           true};
-  const detail::CachedDecision& decision = impl_->decision_for(signature, call);
-  if (decision.op == nullptr) [[unlikely]]
-    refuse(decision);
+  const detail::CallDims dims{geometry.batch, geometry.dim,       geometry.tokens,
+                              geometry.width, geometry.state_len, geometry.lines};
+  const detail::Served served = impl_->serve(signature, call, dims);
   if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_update))) [[unlikely]]
     detail::check_update_contents(args, geometry);
-  if (decision.fallback_count != nullptr) [[unlikely]]
-    decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
-  return Tensor(detail::run_op(*decision.op, decision.instance, call, decision.backend, &impl_->allocator));
+  return Tensor(detail::run_op(*served.op, served.instance, call, served.backend, &impl_->allocator));
 }
 
 }  // namespace deltakern

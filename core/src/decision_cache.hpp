@@ -57,13 +57,45 @@ struct DecisionKeyHash {
   }
 };
 
-// What a call needs from a decision: the op entry to call, or why there is none.
-struct CachedDecision {
-  const dk_op* op = nullptr;  // null: the call is refused with `refusal`
+// One limit of a backend's op on one of the call's dimensions (an index into CallDims).
+struct LimitCheck {
+  uint8_t dim;
+  int64_t min, max;
+};
+inline constexpr size_t kMaxLimitChecks = 16;  // as many as a descriptor may declare
+
+// A backend that can serve a signature, and what it still checks per call.
+struct CachedFit {
+  const dk_op* op = nullptr;
   void* instance = nullptr;
   const char* backend = nullptr;  // the backend's name, owned by the Runtime
+  std::array<LimitCheck, kMaxLimitChecks> limits{};
+  uint8_t n_limits = 0;
+  bool supports_per_call = false;  // an ABI 1.0 plugin's supports(), which may look at shapes
+
+  // The hot path's whole per-call check: a few compares.
+  bool admits(const CallDims& dims) const {
+    for (uint8_t i = 0; i < n_limits; ++i) {
+      const LimitCheck& l = limits[i];
+      if (dims[l.dim] < l.min || dims[l.dim] > l.max) return false;
+    }
+    return true;
+  }
+};
+
+// What one call runs.
+struct Served {
+  const dk_op* op;
+  void* instance;
+  const char* backend;
+};
+
+// What a call needs from a decision: the backend that serves every call of the signature its
+// limits admit, or why there is none.
+struct CachedDecision {
+  CachedFit fit;  // op null: the call is refused with `refusal`
   std::string refusal;
-  // Set when `backend` is not the op's first choice: the call adds one (relaxed).
+  // Set when fit is not the op's first choice: each call it serves adds one (relaxed).
   std::atomic<uint64_t>* fallback_count = nullptr;
 };
 

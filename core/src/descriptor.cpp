@@ -6,6 +6,7 @@
 #include "schema.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -18,9 +19,10 @@ namespace deltakern::detail {
 namespace {
 
 // The ABI 1.0 fields every plugin must fill; check_errors, after them, is optional.
-constexpr size_t kPluginHeaderSize = offsetof(dk_plugin, abi_minor) + sizeof(uint16_t);
-constexpr size_t kPluginMinSize = offsetof(dk_plugin, ops) + sizeof(dk_plugin::ops);
-constexpr size_t kPluginWithCheckErrors = offsetof(dk_plugin, check_errors) + sizeof(dk_plugin::check_errors);
+constexpr size_t kPluginHeaderSize = DK_SIZE_THROUGH(dk_plugin, abi_minor);
+constexpr size_t kPluginWithCheckErrors = DK_SIZE_THROUGH(dk_plugin, check_errors);
+constexpr size_t kCapsWithLimits = DK_SIZE_THROUGH(dk_caps, limits);
+constexpr size_t kMaxLimits = 16;
 
 const Schema& canonical_schema(OpId op) {
   static const std::array<Schema, kOpCount> schemas = [] {
@@ -59,9 +61,50 @@ std::string read_string(const char* s, size_t limit, std::string_view field, con
   return read.text;
 }
 
-std::string smaller_than_abi(std::string_view what, size_t size, size_t minimum) {
-  return fmt::format("{}struct_size {} is smaller than ABI {}.{}'s {}", what, size, DK_ABI_MAJOR,
-                     DK_ABI_MINOR, minimum);
+std::string smaller_than_abi(std::string_view what, size_t size, size_t minimum,
+                             std::string_view abi = "1.0") {
+  return fmt::format("{}struct_size {} is smaller than ABI {}'s {}", what, size, abi, minimum);
+}
+
+// The struct at src as far as both its writer and this core know it: a smaller (older) one
+// leaves the fields it lacks zero, a larger (newer) one has its extra fields ignored.
+template <class T>
+bool copy_known(T& dst, const T* src, size_t struct_size) {
+  dst = T{};
+  return copy_from_plugin(&dst, src, std::min(struct_size, sizeof(T)));
+}
+
+std::vector<OpInfo::Limit> read_limits(const dk_caps& caps, size_t caps_size, OpId op, const auto& old,
+                                       const auto& bound) {
+  std::vector<OpInfo::Limit> limits;
+  if (caps_size < kCapsWithLimits || caps.n_limits == 0) return limits;
+  if (caps.n_limits > kMaxLimits)
+    reject(bound(fmt::format("declares {} limits; at most {}", caps.n_limits, kMaxLimits)));
+  if (caps.limits == nullptr)
+    reject(old(fmt::format("declares {} limits but no limit table", caps.n_limits)));
+  const size_t stride = struct_size_of(caps.limits, "limits", bound);
+  if (stride < DK_LIMIT_SIZE_1_1)
+    reject(old(smaller_than_abi("limit 0: ", stride, DK_LIMIT_SIZE_1_1, "1.1")));
+  if (stride > kMaxStructSize)
+    reject(bound(fmt::format("limit 0: struct_size {} exceeds {}", stride, kMaxStructSize)));
+  for (size_t j = 0; j < caps.n_limits; ++j) {
+    dk_limit l;
+    if (!copy_known(l, element(caps.limits, stride, j), stride))
+      reject(bound(fmt::format("limit {} points to unreadable memory", j)));
+    const std::string which = fmt::format("limit {}: ", j);
+    if (l.struct_size != stride)
+      reject(bound(fmt::format("{}struct_size {} differs from limit 0's {}", which, l.struct_size, stride)));
+    if (l.dim == nullptr) reject(old(which + "no dimension"));
+    std::string dim = read_string(l.dim, kMaxNameBytes, "dimension", bound);
+    if (!dim_index(op, dim))
+      reject(old(fmt::format("{}dimension '{}' is not one of {}'s ({}): built for a newer ABI than {}.{}?",
+                             which, dim, op_name(op), fmt::join(kOps[index_of(op)].dims, ", "), DK_ABI_MAJOR,
+                             DK_ABI_MINOR)));
+    if (l.max < l.min)
+      reject(old(fmt::format("{}{} limited to {}..{}, an empty range", which, dim, l.min, l.max)));
+    limits.push_back({std::move(dim), l.min, l.max});
+  }
+  return limits;
 }
 
 OpInfo read_op(const dk_op& op, size_t index, std::string_view name) {
@@ -87,12 +130,12 @@ OpInfo read_op(const dk_op& op, size_t index, std::string_view name) {
 
   if (op.caps == nullptr) reject(old("no capabilities"));
   const size_t caps_size = struct_size_of(op.caps, "capabilities", bound);
-  if (caps_size < sizeof(dk_caps)) reject(old(smaller_than_abi("capabilities ", caps_size, sizeof(dk_caps))));
+  if (caps_size < DK_CAPS_SIZE_1_0)
+    reject(old(smaller_than_abi("capabilities ", caps_size, DK_CAPS_SIZE_1_0)));
   if (caps_size > kMaxStructSize)
     reject(bound(fmt::format("capabilities struct_size {} exceeds {}", caps_size, kMaxStructSize)));
-  dk_caps caps{};
-  if (!copy_from_plugin(&caps, op.caps, sizeof caps))
-    reject(bound("capabilities point to unreadable memory"));
+  dk_caps caps;
+  if (!copy_known(caps, op.caps, caps_size)) reject(bound("capabilities point to unreadable memory"));
   if (caps.min_width < 1 || caps.max_width < caps.min_width)
     reject(old(fmt::format("invalid widths {}..{}", caps.min_width, caps.max_width)));
   if (caps.n_dtypes == 0 || caps.dtypes == nullptr) reject(old("declares no dtypes"));
@@ -108,21 +151,20 @@ OpInfo read_op(const dk_op& op, size_t index, std::string_view name) {
   info.dtypes.resize(caps.n_dtypes);
   if (!copy_from_plugin(info.dtypes.data(), caps.dtypes, caps.n_dtypes * sizeof(DLDataType)))
     reject(bound(fmt::format("its {} dtypes point to unreadable memory", caps.n_dtypes)));
+  info.limits = read_limits(caps, caps_size, *op_from_name(name), old, bound);
 
   const size_t stride = struct_size_of(caps.devices, "devices", bound);
-  if (stride < sizeof(dk_device_caps))
-    reject(old(smaller_than_abi("device 0: ", stride, sizeof(dk_device_caps))));
+  if (stride < DK_DEVICE_CAPS_SIZE_1_0)
+    reject(old(smaller_than_abi("device 0: ", stride, DK_DEVICE_CAPS_SIZE_1_0)));
   if (stride > kMaxStructSize)
     reject(bound(fmt::format("device 0: struct_size {} exceeds {}", stride, kMaxStructSize)));
   for (size_t j = 0; j < caps.n_devices; ++j) {
-    dk_device_caps d{};
-    if (!copy_from_plugin(&d, element(caps.devices, stride, j), sizeof d))
+    dk_device_caps d;
+    if (!copy_known(d, element(caps.devices, stride, j), stride))
       reject(bound(fmt::format("device {} points to unreadable memory", j)));
     const std::string which = fmt::format("device {}: ", j);
-    if (d.struct_size < sizeof(dk_device_caps))
-      reject(old(smaller_than_abi(which, d.struct_size, sizeof(dk_device_caps))));
-    if (d.struct_size > kMaxStructSize)
-      reject(bound(fmt::format("{}struct_size {} exceeds {}", which, d.struct_size, kMaxStructSize)));
+    if (d.struct_size != stride)
+      reject(bound(fmt::format("{}struct_size {} differs from device 0's {}", which, d.struct_size, stride)));
     info.devices.push_back({static_cast<DLDeviceType>(d.device_type), d.min_compute_capability,
                             (d.flags & DK_CAP_DERIVES_MAX_SEQ_LEN) != 0,
                             (d.flags & DK_CAP_GRAPH_CAPTURABLE) != 0});
@@ -136,16 +178,14 @@ void read_ops(const dk_plugin& d, PluginInfo& info, Descriptor& out) {
   if (d.ops == nullptr) reject(fmt::format("declares {} ops but no op table", d.n_ops));
   const auto as_is = [](std::string_view what) { return std::string(what); };
   const size_t stride = struct_size_of(d.ops, "the op table", as_is);
-  if (stride < sizeof(dk_op)) reject(smaller_than_abi("op 0: ", stride, sizeof(dk_op)));
+  if (stride < DK_OP_SIZE_1_0) reject(smaller_than_abi("op 0: ", stride, DK_OP_SIZE_1_0));
   if (stride > kMaxStructSize) reject(fmt::format("op 0: struct_size {} exceeds {}", stride, kMaxStructSize));
   for (size_t i = 0; i < d.n_ops; ++i) {
     const auto at = [&](std::string_view what) { return fmt::format("op {}: {}", i, what); };
-    dk_op op{};
-    if (!copy_from_plugin(&op, element(d.ops, stride, i), sizeof op))
-      reject(at("points to unreadable memory"));
-    if (op.struct_size < sizeof(dk_op)) reject(smaller_than_abi(at(""), op.struct_size, sizeof(dk_op)));
-    if (op.struct_size > kMaxStructSize)
-      reject(at(fmt::format("struct_size {} exceeds {}", op.struct_size, kMaxStructSize)));
+    dk_op op;
+    if (!copy_known(op, element(d.ops, stride, i), stride)) reject(at("points to unreadable memory"));
+    if (op.struct_size != stride)
+      reject(at(fmt::format("struct_size {} differs from op 0's {}", op.struct_size, stride)));
     if (op.name == nullptr) reject(fmt::format("op {} has no name", i));
     const std::string name = read_string(op.name, kMaxNameBytes, "name", at);
     if (name.empty()) reject(fmt::format("op {} has no name", i));
@@ -188,9 +228,9 @@ Descriptor read_descriptor(const dk_plugin* descriptor, PluginInfo& info,
   if (d.abi_major != DK_ABI_MAJOR)
     reject(fmt::format("built for ABI {}.{}; this core speaks ABI {}.{}", d.abi_major, d.abi_minor,
                        DK_ABI_MAJOR, DK_ABI_MINOR));
-  if (d.struct_size < kPluginMinSize)
-    reject(fmt::format("descriptor struct_size {} is smaller than ABI {}.{}'s minimum {}", d.struct_size,
-                       DK_ABI_MAJOR, DK_ABI_MINOR, kPluginMinSize));
+  if (d.struct_size < DK_PLUGIN_SIZE_1_0)
+    reject(fmt::format("descriptor struct_size {} is smaller than ABI 1.0's minimum {}", d.struct_size,
+                       DK_PLUGIN_SIZE_1_0));
   const auto field = [](std::string_view what) { return fmt::format("the descriptor's {}", what); };
   if (d.name == nullptr) reject("the descriptor has no name");
   info.name = read_string(d.name, kMaxNameBytes, "name", field);

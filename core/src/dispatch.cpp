@@ -47,9 +47,10 @@ std::string rejection_of(const PluginInfo& info) {
                      info.name.empty() ? ", known by its file name: it failed before declaring one" : "");
 }
 
-// Why `backend` cannot serve the call; nullopt when it can.
+// Why `backend` cannot serve calls of the signature; nullopt when it can. `candidate` is
+// cleared when the backend does not declare the call's device: it was never a candidate.
 std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins, const SignatureFields& s,
-                                 const dk_call& call) {
+                                 const dk_call& call, bool ask_supports, bool& candidate) {
   const dk_op* op = backend.ops[index_of(s.op)];
   if (op == nullptr) return fmt::format("does not declare {}", op_name(s.op));
   const PluginInfo& plugin = plugins.info(backend);
@@ -59,7 +60,10 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
   int min_capability = INT_MAX;
   for (const auto& d : declared.devices)
     if (d.type == s.device.device_type) min_capability = std::min(min_capability, d.min_compute_capability);
-  if (min_capability == INT_MAX) return fmt::format("does not declare device {}", device_type);
+  if (min_capability == INT_MAX) {
+    candidate = false;
+    return fmt::format("does not declare device {}", device_type);
+  }
   for (const auto& status : plugin.devices)
     if (status.type == s.device.device_type && !status.available)
       return fmt::format("unavailable on {}: {}", device_type, status.reason);
@@ -80,7 +84,7 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
   if (std::find(declared.layouts.begin(), declared.layouts.end(), s.layout) == declared.layouts.end())
     return fmt::format("layout {} not declared", to_string(s.layout));
 
-  if (op->supports != nullptr) {
+  if (op->supports != nullptr && ask_supports) {
     char why[512] = {};
     int32_t status = DK_ERR_INTERNAL;
     try {
@@ -96,10 +100,40 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
   return std::nullopt;
 }
 
+// A 1.0 plugin could not declare limits, so its supports() may look at shapes: it is asked per call.
+bool supports_per_call(const Backend& backend, const Plugins& plugins, OpId op) {
+  return plugins.info(backend).abi_minor == 0 && backend.ops[index_of(op)]->supports != nullptr;
+}
+
+CachedFit fit_of(const Backend& backend, const Plugins& plugins, OpId op) {
+  CachedFit fit;
+  fit.op = backend.ops[index_of(op)];
+  fit.instance = backend.instance;
+  fit.backend = backend.name.c_str();
+  fit.supports_per_call = supports_per_call(backend, plugins, op);
+  for (const auto& limit : plugins.info(backend).ops[backend.op_info[index_of(op)]].limits)
+    fit.limits[fit.n_limits++] = {*dim_index(op, limit.dim), limit.min, limit.max};  // checked at load
+  return fit;
+}
+
+// The first limit of `fit` the call's known dimensions break: the reason with the call's size,
+// and without it (what a fallback counter is keyed on, so that sizes do not multiply counters).
+std::optional<std::pair<std::string, std::string>> outside_limits(const CachedFit& fit, OpId op,
+                                                                  const CallDims& dims, uint32_t known) {
+  for (uint8_t i = 0; i < fit.n_limits; ++i) {
+    const LimitCheck& l = fit.limits[i];
+    if ((known & (1u << l.dim)) == 0 || (dims[l.dim] >= l.min && dims[l.dim] <= l.max)) continue;
+    const std::string_view name = kOps[index_of(op)].dims[l.dim];
+    return std::pair{fmt::format("{} {} outside {}..{}", name, dims[l.dim], l.min, l.max),
+                     fmt::format("{} outside {}..{}", name, l.min, l.max)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plugins, const Config& config,
-              const std::optional<ForcedBackend>& forced) {
+              const std::optional<ForcedBackend>& forced, const CallDims* dims, uint32_t dims_known) {
   Choice choice;
   Decision& d = choice.decision;
   std::vector<std::string> candidates;
@@ -117,13 +151,16 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
     unlisted = fmt::format("not in {}", order.key);
   }
 
-  for (const auto& name : candidates) {
-    if (d.backend) {
-      d.passed_over.push_back({name, fmt::format("lower in preference than '{}'", *d.backend)});
-      continue;
-    }
+  // Each candidate's reason (none: it serves), and the first one that declares the device:
+  // the first choice a fallback is counted from.
+  std::vector<std::optional<std::string>> reasons(candidates.size());
+  std::vector<std::string> keys(candidates.size());  // the reasons without the call's sizes
+  size_t served = candidates.size(), first_choice = candidates.size(), first_fit = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& name = candidates[i];
     const Backend* backend = plugins.find(name);
-    std::optional<std::string> reason;
+    bool candidate = true;
+    std::optional<std::string>& reason = reasons[i];
     if (backend == nullptr) {
       const PluginInfo* rejected = rejected_named(plugins, name);
       reason = rejected != nullptr ? rejection_of(*rejected) : std::string("not installed");
@@ -132,28 +169,50 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
         d.why = fmt::format("forced backend '{}' ({}) was {}", forced->name, forced->source, *reason);
       }
     } else {
-      reason = unfit(*backend, plugins, s, call);
+      const bool per_call =
+          backend->ops[index_of(s.op)] != nullptr && supports_per_call(*backend, plugins, s.op);
+      reason = unfit(*backend, plugins, s, call, dims != nullptr || !per_call, candidate);
+      if (!reason) {
+        if (choice.fits.empty()) first_fit = i;
+        choice.fits.push_back(fit_of(*backend, plugins, s.op));
+        if (dims != nullptr)
+          if (auto outside = outside_limits(choice.fits.back(), s.op, *dims, dims_known)) {
+            reason = std::move(outside->first);
+            keys[i] = std::move(outside->second);
+          }
+      }
     }
-    if (reason) {
-      d.passed_over.push_back({name, std::move(*reason)});
-    } else {
-      d.backend = name;
-      choice.backend = backend;
-      choice.op = backend->ops[index_of(s.op)];
-    }
+    if (reason && keys[i].empty()) keys[i] = *reason;
+    if (candidate && first_choice == candidates.size()) first_choice = i;
+    if (!reason && served == candidates.size()) served = i;
   }
-  if (!d.backend && !forced) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i > served)
+      d.passed_over.push_back(
+          {candidates[i], fmt::format("lower in preference than '{}'", candidates[served])});
+    else if (i < served)
+      d.passed_over.push_back({candidates[i], *reasons[i]});
+  }
+  if (served < candidates.size()) {
+    const Backend* backend = plugins.find(candidates[served]);
+    d.backend = candidates[served];
+    choice.backend = backend;
+    choice.op = backend->ops[index_of(s.op)];
+    d.limits = plugins.info(*backend).ops[backend->op_info[index_of(s.op)]].limits;
+    d.supports_per_call = supports_per_call(*backend, plugins, s.op);
+  } else if (!forced) {
     const BackendOrder& order = config.order_for(s.op);
     d.why = fmt::format("nothing in {} [{}] can serve the call", order.key, fmt::join(order.names, ", "));
   }
+  choice.first_fit_is_first_choice = first_fit == first_choice && first_fit < candidates.size();
   d.strict = config.strict && !forced;
-  if (d.backend && *d.backend != candidates.front()) {
-    d.fallback_from = d.passed_over.front();  // candidates are tried in order: the first failed first
+  if (d.backend && served != first_choice) {
+    d.fallback_from = Decision::PassedOver{candidates[first_choice], *reasons[first_choice]};
+    choice.fallback_reason = keys[first_choice];
     if (d.strict) {
       const BackendOrder& order = config.order_for(s.op);
-      const auto served = std::find(candidates.begin(), candidates.end(), *d.backend) - candidates.begin();
       d.passed_over.insert(
-          d.passed_over.begin() + served,
+          d.passed_over.begin() + static_cast<std::ptrdiff_t>(served),
           {*d.backend,
            fmt::format("would serve as a fallback, refused by strict dispatch ({})", config.strict_source)});
       d.why = fmt::format("strict dispatch ({}): only the first choice in {} [{}] may serve the call",
@@ -169,13 +228,20 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
   return choice;
 }
 
-std::string summary(const SignatureFields& s) {
-  return fmt::format("{}, x {}, width {}, {}", device_name(s.device), dtype_name(s.x), s.width,
-                     to_string(s.layout));
+std::string summary(const SignatureFields& s, const CallDims* dims, uint32_t dims_known) {
+  std::string text = fmt::format("{}, x {}, width {}, {}", device_name(s.device), dtype_name(s.x), s.width,
+                                 to_string(s.layout));
+  if (dims == nullptr) return text;
+  const DimNames& names = kOps[index_of(s.op)].dims;
+  for (size_t i = 0; i < kMaxDims; ++i)
+    if (!names[i].empty() && names[i] != "width" && (dims_known & (1u << i)) != 0)
+      text += fmt::format(", {} {}", names[i], (*dims)[i]);
+  return text;
 }
 
 std::string refusal(const SignatureFields& s, const Choice& choice, const Config& config,
-                    const std::optional<ForcedBackend>& forced) {
+                    const std::optional<ForcedBackend>& forced, const CallDims* dims) {
+  const auto summary = [&](const SignatureFields& f) { return detail::summary(f, dims); };
   const Decision& decision = choice.decision;
   if (!choice.refused_fallback.empty()) {
     return fmt::format(
@@ -215,6 +281,13 @@ std::string deltakern::Decision::describe() const {
     text += fmt::format(
         "fallback: from first choice '{}' ({}); counted per call, an error under strict dispatch\n",
         fallback_from->backend, fallback_from->reason);
+  if (backend && !limits.empty()) {
+    std::vector<std::string> ranges;
+    for (const auto& l : limits) ranges.push_back(fmt::format("{} {}..{}", l.dim, l.min, l.max));
+    text += fmt::format("limits: {} (a call outside them goes to the next backend that admits it)\n",
+                        fmt::join(ranges, ", "));
+  }
+  if (backend && supports_per_call) text += "supports(): asked on every call (an ABI 1.0 plugin)\n";
   if (passed_over.empty()) return text + "passed over: none";
   text += "passed over:";
   for (const auto& p : passed_over) text += fmt::format("\n  {}: {}", p.backend, p.reason);

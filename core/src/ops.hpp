@@ -15,16 +15,43 @@ namespace deltakern::detail {
 enum class OpId : uint8_t { causal_conv1d_varlen, causal_conv1d_update };
 inline constexpr size_t kOpCount = 2;
 
+// The most dimensions an op names (op_schemas.h, DK_DIMS_*).
+inline constexpr size_t kMaxDims = 6;
+using DimNames = std::array<std::string_view, kMaxDims>;
+// A call's dimensions, in the order of its op's DimNames.
+using CallDims = std::array<int64_t, kMaxDims>;
+
 struct OpDefinition {
   OpId id;
   std::string_view name;
   std::string_view canonical_schema;
+  DimNames dims;
 };
 
 inline constexpr std::array<OpDefinition, kOpCount> kOps{{
-    {OpId::causal_conv1d_varlen, DK_OP_CAUSAL_CONV1D_VARLEN, DK_SCHEMA_CAUSAL_CONV1D_VARLEN},
-    {OpId::causal_conv1d_update, DK_OP_CAUSAL_CONV1D_UPDATE, DK_SCHEMA_CAUSAL_CONV1D_UPDATE},
+    {OpId::causal_conv1d_varlen, DK_OP_CAUSAL_CONV1D_VARLEN, DK_SCHEMA_CAUSAL_CONV1D_VARLEN,
+     DimNames{DK_DIMS_CAUSAL_CONV1D_VARLEN}},
+    {OpId::causal_conv1d_update, DK_OP_CAUSAL_CONV1D_UPDATE, DK_SCHEMA_CAUSAL_CONV1D_UPDATE,
+     DimNames{DK_DIMS_CAUSAL_CONV1D_UPDATE}},
 }};
+
+// Positions in CallDims, by the names of op_schemas.h.
+enum VarlenDim : uint8_t {
+  kVarlenDim,
+  kVarlenTokens,
+  kVarlenBatch,
+  kVarlenWidth,
+  kVarlenStateLen,
+  kVarlenLines
+};
+enum UpdateDim : uint8_t {
+  kUpdateBatch,
+  kUpdateDim,
+  kUpdateTokens,
+  kUpdateWidth,
+  kUpdateStateLen,
+  kUpdateLines
+};
 
 constexpr size_t index_of(OpId op) { return static_cast<size_t>(op); }
 constexpr std::string_view op_name(OpId op) { return kOps[index_of(op)].name; }
@@ -32,6 +59,13 @@ constexpr std::string_view op_name(OpId op) { return kOps[index_of(op)].name; }
 constexpr std::optional<OpId> op_from_name(std::string_view name) {
   for (const auto& op : kOps)
     if (op.name == name) return op.id;
+  return std::nullopt;
+}
+
+constexpr std::optional<uint8_t> dim_index(OpId op, std::string_view dim) {
+  const DimNames& names = kOps[static_cast<size_t>(op)].dims;
+  for (size_t i = 0; i < kMaxDims; ++i)
+    if (!names[i].empty() && names[i] == dim) return static_cast<uint8_t>(i);
   return std::nullopt;
 }
 

@@ -44,8 +44,8 @@ PlaceholderCall::PlaceholderCall(const SignatureFields& s) {
     scalars_[DK_VARLEN_PAD_SLOT_ID] = {DK_SCALAR_INT, -1, 0.0, nullptr};
     scalars_[DK_VARLEN_MAX_SEQ_LEN] = s.max_seq_len_given ? dk_scalar{DK_SCALAR_INT, kTokens, 0.0, nullptr}
                                                           : dk_scalar{DK_SCALAR_NONE, 0, 0.0, nullptr};
-    call_ = {sizeof(dk_call),     nullptr,        DK_VARLEN_N_TENSORS, arguments_.data(),
-             DK_VARLEN_N_SCALARS, scalars_.data()};
+    call_ = {sizeof(dk_call),     nullptr,         DK_VARLEN_N_TENSORS, arguments_.data(),
+             DK_VARLEN_N_SCALARS, scalars_.data(), sizeof(dk_scalar)};
   } else {
     if (channel_last) {
       add(DK_UPDATE_X, s.x, {1, kDim, 2});
@@ -58,8 +58,8 @@ PlaceholderCall::PlaceholderCall(const SignatureFields& s) {
     if (s.bias) add(DK_UPDATE_BIAS, *s.bias, {kDim});
     scalars_[DK_UPDATE_ACTIVATION] = {DK_SCALAR_STRING, 0, 0.0, "none"};
     scalars_[DK_UPDATE_PAD_SLOT_ID] = {DK_SCALAR_INT, -1, 0.0, nullptr};
-    call_ = {sizeof(dk_call),     nullptr,        DK_UPDATE_N_TENSORS, arguments_.data(),
-             DK_UPDATE_N_SCALARS, scalars_.data()};
+    call_ = {sizeof(dk_call),     nullptr,         DK_UPDATE_N_TENSORS, arguments_.data(),
+             DK_UPDATE_N_SCALARS, scalars_.data(), sizeof(dk_scalar)};
   }
 }
 

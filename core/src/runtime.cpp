@@ -74,12 +74,10 @@ const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::Sign
   }();
   detail::CachedDecision entry;
   if (choice.backend != nullptr) {
-    entry.op = choice.op;
-    entry.instance = choice.backend->instance;
-    entry.backend = choice.backend->name.c_str();
+    entry.fit = choice.fits.front();  // without limits checked, the first fit serves
     if (const auto& first = choice.decision.fallback_from)
       entry.fallback_count =
-          fallbacks.counter(signature.op, choice.backend->name, first->backend, first->reason,
+          fallbacks.counter(signature.op, choice.backend->name, first->backend, choice.fallback_reason,
                             detail::fallback_warning(signature, choice.decision, config));
   } else {
     entry.refusal = detail::refusal(signature, choice, config, forced);
@@ -89,6 +87,22 @@ const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::Sign
     detail::logger().debug("{} ({}): new decision\n{}", detail::op_name(signature.op),
                            detail::summary(signature), choice.decision.describe());
   return *kept;
+}
+
+detail::Served Runtime::Impl::serve_one(const detail::SignatureFields& signature, const dk_call& call,
+                                        const detail::CallDims& dims,
+                                        const detail::CachedDecision& decision) {
+  if (decision.fit.op == nullptr) throw Error(ErrorCode::unsupported, decision.refusal);
+  const detail::CallAllocatorScope scope(&allocator);  // supports() runs for this Runtime
+  const detail::Choice choice = detail::decide(signature, call, plugins, config, forced, &dims);
+  if (choice.backend == nullptr)
+    throw Error(ErrorCode::unsupported, detail::refusal(signature, choice, config, forced, &dims));
+  if (const auto& first = choice.decision.fallback_from)
+    fallbacks
+        .counter(signature.op, choice.backend->name, first->backend, choice.fallback_reason,
+                 detail::fallback_warning(signature, choice.decision, config))
+        ->fetch_add(1, std::memory_order_relaxed);
+  return {choice.op, choice.backend->instance, choice.backend->name.c_str()};
 }
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -145,13 +159,36 @@ ProbeSummary Runtime::probe_summary() const {
 }
 
 Decision Runtime::explain(const CallSignature& signature) const {
-  const detail::SignatureFields fields{
-      op_id(signature.op),    signature.device,      signature.dtype,
-      signature.weight_dtype, signature.state_dtype, signature.bias_dtype,
-      signature.width,        signature.layout,      signature.max_seq_len_given};
+  const detail::OpId op = op_id(signature.op);
+  const detail::SignatureFields fields{op,
+                                       signature.device,
+                                       signature.dtype,
+                                       signature.weight_dtype,
+                                       signature.state_dtype,
+                                       signature.bias_dtype,
+                                       signature.width,
+                                       signature.layout,
+                                       signature.max_seq_len_given};
+  detail::CallDims dims{};
+  uint32_t known = 0;
+  for (const auto& [name, value] : signature.dims) {
+    const auto index = detail::dim_index(op, name);
+    if (!index)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("explain: '{}' is not a dimension of {} ({})", name, signature.op,
+                              fmt::join(detail::kOps[detail::index_of(op)].dims, ", ")));
+    dims[*index] = value;
+    known |= 1u << *index;
+  }
+  if (const auto width = detail::dim_index(op, "width")) {
+    dims[*width] = signature.width;
+    known |= 1u << *width;
+  }
   const detail::PlaceholderCall placeholder(fields);
   const detail::CallAllocatorScope scope(&impl_->allocator);  // supports() runs for this Runtime
-  return detail::decide(fields, placeholder.call(), impl_->plugins, impl_->config, impl_->forced).decision;
+  return detail::decide(fields, placeholder.call(), impl_->plugins, impl_->config, impl_->forced,
+                        signature.dims.empty() ? nullptr : &dims, known)
+      .decision;
 }
 
 BoundOp Runtime::bound_op(std::string_view backend, std::string_view op) const {

@@ -30,6 +30,24 @@ struct Runtime::Impl {
   const detail::CachedDecision& decide_and_cache(const detail::SignatureFields& signature,
                                                  const dk_call& call);
 
+  // The backend that serves this call. On the hot path, the cached fit, which admits the call's
+  // dimensions with a few compares; else (a limit turns the fit away, or an ABI 1.0 plugin's
+  // supports() must see the call) the decision made for this call alone, which is counted as a
+  // fallback or refused as the signature's would be. Throws Error(unsupported) on refusal.
+  detail::Served serve(const detail::SignatureFields& signature, const dk_call& call,
+                       const detail::CallDims& dims) {
+    const detail::CachedDecision& decision = decision_for(signature, call);
+    const detail::CachedFit& fit = decision.fit;
+    if (fit.op != nullptr && !fit.supports_per_call && fit.admits(dims)) [[likely]] {
+      if (decision.fallback_count != nullptr) [[unlikely]]
+        decision.fallback_count->fetch_add(1, std::memory_order_relaxed);
+      return {fit.op, fit.instance, fit.backend};
+    }
+    return serve_one(signature, call, dims, decision);
+  }
+  detail::Served serve_one(const detail::SignatureFields& signature, const dk_call& call,
+                           const detail::CallDims& dims, const detail::CachedDecision& decision);
+
   RuntimeOptions options;
   detail::Config config;
   std::optional<detail::ForcedBackend> forced;

@@ -1,9 +1,10 @@
-/* The ops of ABI 1: names, canonical schemas and argument positions.
+/* The ops of ABI 1: names, canonical schemas, argument positions and dimensions.
  *
  * A plugin declares each op's schema with its own alias annotations (its mutation
  * contract); the core checks that, with the annotations removed, it is exactly the
  * canonical schema below. The positions index dk_call.tensors and dk_call.scalars.
- * Adding an op appends here and bumps DK_ABI_MINOR. */
+ * The dimensions (1.1) are the sizes the core derives from every call of the op, by the
+ * names a dk_limit uses. Adding an op or a dimension appends here and bumps DK_ABI_MINOR. */
 #ifndef DELTAKERN_OP_SCHEMAS_H
 #define DELTAKERN_OP_SCHEMAS_H
 
@@ -34,6 +35,9 @@ enum {
   DK_VARLEN_MAX_SEQ_LEN = 2, /* INT, or NONE when the host did not give it                 */
   DK_VARLEN_N_SCALARS = 3
 };
+/* dim: D; tokens: T, all sequences together; batch: sequences; width: W; state_len: S;
+ * lines: conv_states' first extent (cache lines). */
+#define DK_DIMS_CAUSAL_CONV1D_VARLEN "dim", "tokens", "batch", "width", "state_len", "lines"
 
 /* ---- causal_conv1d_update: decode, one or a few new tokens per sequence */
 #define DK_OP_CAUSAL_CONV1D_UPDATE "causal_conv1d_update"
@@ -52,6 +56,9 @@ enum {
   DK_UPDATE_N_TENSORS = 6
 };
 enum { DK_UPDATE_ACTIVATION = 0, DK_UPDATE_PAD_SLOT_ID = 1, DK_UPDATE_N_SCALARS = 2 };
+/* batch: sequences; dim: D; tokens_per_update: Tq (1 for a 2-D x); width: W;
+ * state_len: S; lines: conv_state's first extent. */
+#define DK_DIMS_CAUSAL_CONV1D_UPDATE "batch", "dim", "tokens_per_update", "width", "state_len", "lines"
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -147,15 +147,38 @@ struct UpdateArgs {
   int64_t state_len() const { return conv_state->shape[2]; }
 };
 
+// ---- the core's structs, read as far as both sides know them (plugin_abi.h: versioning)
+
+// Whether the core's struct (of struct_size bytes) holds `field`, added in some minor.
+#define DK_HOLDS(object, type, field) ((object).struct_size >= DK_SIZE_THROUGH(type, field))
+
+// dk_host from any 1.x core: the services every 1.0 core gives.
+inline bool usable_host(const dk_host* host) {
+  return host != nullptr && host->struct_size >= DK_HOST_SIZE_1_0 && host->alloc != nullptr &&
+         host->release != nullptr && host->read_to_host != nullptr;
+}
+
+// Scalar j of a call, strided by dk_call.scalar_size (a 1.0 core's: DK_SCALAR_SIZE_1_0) and read as
+// far as both know it, so that a newer or older core's dk_scalar reads right.
+inline dk_scalar scalar_at(const dk_call& call, size_t j) {
+  const size_t stride = DK_HOLDS(call, dk_call, scalar_size) && call.scalar_size >= DK_SCALAR_SIZE_1_0
+                            ? call.scalar_size
+                            : DK_SCALAR_SIZE_1_0;
+  dk_scalar s{};
+  std::memcpy(&s, reinterpret_cast<const char*>(call.scalars) + j * stride, std::min(stride, sizeof s));
+  return s;
+}
+
 inline void require_arity(const dk_call& call, size_t tensors, size_t scalars, const char* op) {
-  if (call.struct_size < sizeof(dk_call) || call.n_tensors != tensors || call.n_scalars != scalars)
+  if (call.struct_size < DK_CALL_SIZE_1_0 || call.n_tensors != tensors || call.n_scalars != scalars)
     throw Failure(DK_ERR_INVALID_ARGUMENT, std::string(op) + ": malformed call (argument count)");
 }
 
 inline VarlenArgs unpack_varlen(const dk_call& call) {
   require_arity(call, DK_VARLEN_N_TENSORS, DK_VARLEN_N_SCALARS, DK_OP_CAUSAL_CONV1D_VARLEN);
   const auto* t = call.tensors;
-  const auto* s = call.scalars;
+  const dk_scalar activation = scalar_at(call, DK_VARLEN_ACTIVATION);
+  const dk_scalar max_seq_len = scalar_at(call, DK_VARLEN_MAX_SEQ_LEN);
   VarlenArgs a{t[DK_VARLEN_X],
                t[DK_VARLEN_WEIGHT],
                t[DK_VARLEN_BIAS],
@@ -163,26 +186,25 @@ inline VarlenArgs unpack_varlen(const dk_call& call) {
                t[DK_VARLEN_QUERY_START_LOC],
                t[DK_VARLEN_CACHE_INDICES],
                t[DK_VARLEN_HAS_INITIAL_STATE],
-               parse_activation(s[DK_VARLEN_ACTIVATION]),
-               s[DK_VARLEN_PAD_SLOT_ID].i,
+               parse_activation(activation),
+               scalar_at(call, DK_VARLEN_PAD_SLOT_ID).i,
                std::nullopt,
                call.stream};
-  if (s[DK_VARLEN_MAX_SEQ_LEN].kind == DK_SCALAR_INT) a.max_seq_len = s[DK_VARLEN_MAX_SEQ_LEN].i;
+  if (max_seq_len.kind == DK_SCALAR_INT) a.max_seq_len = max_seq_len.i;
   return a;
 }
 
 inline UpdateArgs unpack_update(const dk_call& call) {
   require_arity(call, DK_UPDATE_N_TENSORS, DK_UPDATE_N_SCALARS, DK_OP_CAUSAL_CONV1D_UPDATE);
   const auto* t = call.tensors;
-  const auto* s = call.scalars;
   return UpdateArgs{t[DK_UPDATE_X],
                     t[DK_UPDATE_CONV_STATE],
                     t[DK_UPDATE_WEIGHT],
                     t[DK_UPDATE_BIAS],
                     t[DK_UPDATE_CONV_STATE_INDICES],
                     t[DK_UPDATE_CACHE_SEQLENS],
-                    parse_activation(s[DK_UPDATE_ACTIVATION]),
-                    s[DK_UPDATE_PAD_SLOT_ID].i,
+                    parse_activation(scalar_at(call, DK_UPDATE_ACTIVATION)),
+                    scalar_at(call, DK_UPDATE_PAD_SLOT_ID).i,
                     call.stream};
 }
 

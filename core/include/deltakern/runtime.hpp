@@ -50,6 +50,12 @@ struct OpInfo {
   std::vector<DLDataType> dtypes;
   int min_width = 0, max_width = 0;
   std::vector<Layout> layouts;
+  // Limits on the op's dimensions (ABI 1.1, op_schemas.h DK_DIMS_*), checked on every call.
+  struct Limit {
+    std::string dim;
+    int64_t min, max;  // inclusive
+  };
+  std::vector<Limit> limits;
   // The mutation contract read off the schema.
   std::vector<std::string> mutated;             // arguments annotated (x!)
   std::optional<std::string> returns_alias_of;  // "x" for -> Tensor(a) with Tensor(a!) x
@@ -96,6 +102,9 @@ struct CallSignature {
   int width = 4;
   Layout layout = Layout::time_contiguous;
   bool max_seq_len_given = true;
+  // The call's sizes by the op's dimension names (op_schemas.h, DK_DIMS_*): {"state_len", 100}.
+  // Those given are checked against the backends' limits, as a real call's all are.
+  std::vector<std::pair<std::string, int64_t>> dims;
 };
 
 struct Decision {
@@ -110,8 +119,11 @@ struct Decision {
   // fallback, counted per call) or, in strict mode, would have served (then `backend` is
   // none and the call is refused).
   std::optional<PassedOver> fallback_from;
-  bool strict = false;           // dispatch was strict when this decision was made
-  std::string describe() const;  // a readable multi-line explanation
+  bool strict = false;  // dispatch was strict when this decision was made
+  // The serving backend's limits: a call outside them goes to the next backend that admits it.
+  std::vector<OpInfo::Limit> limits;
+  bool supports_per_call = false;  // the serving backend is an ABI 1.0 plugin: supports() asked per call
+  std::string describe() const;    // a readable multi-line explanation
 };
 
 namespace detail {

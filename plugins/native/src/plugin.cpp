@@ -31,8 +31,31 @@ constexpr int kMaxDevices = 64;
 constexpr DLDataType kDtypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
 constexpr dk_device_caps kDevices[] = {
     {sizeof(dk_device_caps), kDLCUDA, kMinComputeCapability, DK_CAP_GRAPH_CAPTURABLE}};
-constexpr dk_caps kCaps = {sizeof(dk_caps), 1, kDevices, 3,
-                           kDtypes,         2, 4,        DK_LAYOUT_TIME_CONTIGUOUS | DK_LAYOUT_CHANNEL_LAST};
+constexpr int64_t kMaxInt32 = (int64_t{1} << 31) - 1;  // indices and sizes the kernels hold in int32
+// The state lives in registers (launch.h): S and Tq are bounded there.
+constexpr dk_limit kVarlenLimits[] = {{sizeof(dk_limit), "state_len", 1, kMaxStateLen},
+                                      {sizeof(dk_limit), "tokens", 0, kMaxInt32},
+                                      {sizeof(dk_limit), "batch", 0, kMaxInt32}};
+constexpr dk_limit kUpdateLimits[] = {{sizeof(dk_limit), "state_len", 1, kMaxStateLen},
+                                      {sizeof(dk_limit), "tokens_per_update", 1, kMaxUpdateTokens},
+                                      {sizeof(dk_limit), "batch", 0, kMaxInt32}};
+constexpr dk_caps caps_with(const dk_limit* limits, size_t n_limits) {
+  return {.struct_size = sizeof(dk_caps),
+          .n_devices = 1,
+          .devices = kDevices,
+          .n_dtypes = 3,
+          .dtypes = kDtypes,
+          .min_width = 2,
+          .max_width = 4,
+          .layouts = DK_LAYOUT_TIME_CONTIGUOUS | DK_LAYOUT_CHANNEL_LAST,
+          .n_limits = n_limits,
+          .limits = limits};
+}
+constexpr dk_caps kVarlenCaps = caps_with(kVarlenLimits, std::size(kVarlenLimits));
+constexpr dk_caps kUpdateCaps = caps_with(kUpdateLimits, std::size(kUpdateLimits));
+
+// The core's ABI minor (from the entry): a 1.0 core does not check limits, so run() does.
+uint16_t core_abi_minor = 0;
 
 constexpr const char* kVarlenSchema =
     "causal_conv1d_varlen(Tensor(a!) x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, "
@@ -196,7 +219,9 @@ void check_index(const DLTensor* t, const DLTensor& x, const char* name, bool ma
           [&] { return std::string(name) + (mask ? " must be uint8" : " must be int32"); });
 }
 
-void check_common(const DLTensor& x, const DLTensor* weight, const DLTensor* bias, const DLTensor* states) {
+// What supports() answers: a function of the call's signature (devices and dtypes) alone.
+void check_signature(const DLTensor& x, const DLTensor* weight, const DLTensor* bias,
+                     const DLTensor* states) {
   require(x.device.device_type == kDLCUDA, "serves CUDA tensors only");
   require(dtype_code(x.dtype) >= 0,
           [&] { return "x dtype " + dtype_name(x.dtype) + " is not float32, float16 or bfloat16"; });
@@ -206,11 +231,16 @@ void check_common(const DLTensor& x, const DLTensor* weight, const DLTensor* bia
   check_companion_dtype(weight, x, "weight");
   check_companion_dtype(bias, x, "bias");
   check_companion_dtype(states, x, "conv state");
+}
+
+void check_common(const DLTensor& x, const DLTensor* weight, const DLTensor* bias, const DLTensor* states) {
+  check_signature(x, weight, bias, states);
   require(weight->ndim == 2 && weight->shape[1] >= 2 && weight->shape[1] <= 4, "width must be 2..4");
   require(states->ndim == 3, "conv state must be (lines, D, S)");
   const int64_t S = states->shape[2];
   require(S >= weight->shape[1] - 1, "state length S must be >= width - 1");
-  require(S <= kMaxStateLen, [&] {
+  // A 1.1 core checks the declared limits before the call gets here; a 1.0 core does not.
+  require(core_abi_minor >= 1 || S <= kMaxStateLen, [&] {
     return "state length S = " + std::to_string(S) + " exceeds " + std::to_string(kMaxStateLen);
   });
 }
@@ -254,7 +284,7 @@ void check_update(const plugin::UpdateArgs& a) {
           "D differs between arguments");
   check_index(a.conv_state_indices, x, "conv_state_indices", false);
   check_index(a.cache_seqlens, x, "cache_seqlens", false);
-  require(a.tokens() <= kMaxUpdateTokens, [&] {
+  require(core_abi_minor >= 1 || a.tokens() <= kMaxUpdateTokens, [&] {
     return "Tq = " + std::to_string(a.tokens()) + " exceeds " + std::to_string(kMaxUpdateTokens);
   });
   require(a.batch() < (int64_t{1} << 31), "batch must fit in int32");
@@ -372,11 +402,17 @@ void run_update(Plugin& plugin, const dk_call& call) {
 // ---- the C ABI
 
 int32_t varlen_supports(void*, const dk_call* call, char* why, size_t why_size) {
-  return plugin::guarded(why, why_size, [&] { check_varlen(plugin::unpack_varlen(*call)); });
+  return plugin::guarded(why, why_size, [&] {
+    const plugin::VarlenArgs a = plugin::unpack_varlen(*call);
+    check_signature(*a.x, a.weight, a.bias, a.conv_states);
+  });
 }
 
 int32_t update_supports(void*, const dk_call* call, char* why, size_t why_size) {
-  return plugin::guarded(why, why_size, [&] { check_update(plugin::unpack_update(*call)); });
+  return plugin::guarded(why, why_size, [&] {
+    const plugin::UpdateArgs a = plugin::unpack_update(*call);
+    check_signature(*a.x, a.weight, a.bias, a.conv_state);
+  });
 }
 
 int32_t varlen_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
@@ -397,8 +433,7 @@ int32_t update_run(void* self, const dk_call* call, DLManagedTensor** result, ch
 
 int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
-    if (host == nullptr || host->struct_size < sizeof(dk_host) || host->alloc == nullptr ||
-        host->release == nullptr || host->read_to_host == nullptr)
+    if (!plugin::usable_host(host))
       throw Failure(DK_ERR_INVALID_ARGUMENT,
                     "native: the core's host services lack alloc/release/read_to_host");
     auto* plugin = new Plugin;
@@ -481,8 +516,8 @@ int32_t plugin_check_errors(void* self, DLDevice device, void* stream, uint32_t*
 }
 
 const dk_op kOps[] = {
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kCaps, varlen_supports, varlen_run},
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kCaps, update_supports, update_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, varlen_supports, varlen_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, update_supports, update_run},
 };
 
 const dk_plugin kPlugin = {sizeof(dk_plugin),  DK_ABI_MAJOR, DK_ABI_MINOR,    "native", "0.1.0",
@@ -493,9 +528,10 @@ const dk_plugin kPlugin = {sizeof(dk_plugin),  DK_ABI_MAJOR, DK_ABI_MINOR,    "n
 }  // namespace deltakern::native
 
 extern "C" __attribute__((visibility("default"))) const dk_plugin* deltakern_plugin_entry(
-    uint16_t core_abi_major, uint16_t /*minor*/) {
+    uint16_t core_abi_major, uint16_t core_abi_minor) {
   // A different major is refused by the core with both versions in the message; the table
   // says which one this plugin speaks.
   (void)core_abi_major;
+  deltakern::native::core_abi_minor = core_abi_minor;
   return &deltakern::native::kPlugin;
 }

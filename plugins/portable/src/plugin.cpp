@@ -189,12 +189,11 @@ int32_t init(const dk_host* host, void** out, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
     if (out == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "portable: init without an output pointer");
     *out = nullptr;
-    if (host == nullptr || host->struct_size < sizeof(dk_host) || host->alloc == nullptr ||
-        host->release == nullptr || host->read_to_host == nullptr)
+    if (!plugin::usable_host(host))
       throw Failure(DK_ERR_INVALID_ARGUMENT,
                     "portable: the host services table lacks alloc, release or read_to_host (struct_size " +
-                        std::to_string(host != nullptr ? host->struct_size : 0) + ", this plugin needs " +
-                        std::to_string(sizeof(dk_host)) + ")");
+                        std::to_string(host != nullptr ? host->struct_size : 0) + ", ABI 1.0's is " +
+                        std::to_string(DK_HOST_SIZE_1_0) + ")");
     const char* isa_env = std::getenv("DELTAKERN_PORTABLE_ISA");
     std::string why;
     const cpu::KernelTable& kernels = cpu::select_kernels(isa_env != nullptr ? isa_env : "", why);
@@ -298,6 +297,8 @@ const dk_plugin kPlugin = {.struct_size = sizeof(dk_plugin),
 // compares majors and, on a mismatch, refuses the plugin with both versions in its message.
 extern "C" __attribute__((visibility("default"))) const dk_plugin* deltakern_plugin_entry(
     uint16_t core_abi_major, uint16_t core_abi_minor) {
+  // Nothing here depends on the core's minor: portable declares no limits, which a 1.0 core would
+  // not check, and reads the core's structs through the SDK only as far as the core filled them.
   (void)core_abi_major;
   (void)core_abi_minor;
   return &deltakern::portable::kPlugin;
