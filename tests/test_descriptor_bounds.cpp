@@ -25,6 +25,13 @@ const std::vector<Defect> kDefects{
     {"unterminated_schema", "op 0 (causal_conv1d_varlen): schema is not NUL-terminated within 8192 bytes"},
     {"op_name_unmapped", "op 1: name points to unreadable memory"},
     {"null_caps", "op 'causal_conv1d_varlen': no capabilities"},
+    {"limit_unknown_dim",
+     "op 'causal_conv1d_varlen': limit 0: dimension 'heads' is not one of causal_conv1d_varlen's (dim, "
+     "tokens, "
+     "batch, width, state_len, lines)"},
+    {"limit_empty_range", "op 'causal_conv1d_varlen': limit 0: state_len limited to 65..64, an empty range"},
+    {"n_limits_huge", "op 0 (causal_conv1d_varlen): declares 1152921504606846976 limits; at most 16"},
+    {"op_too_small", "op 0: struct_size 40 is smaller than ABI 1.0's 48"},
 };
 
 fs::path defective(const Defect& d) { return hostile_plugin("descriptor", "bad_descriptor_" + d.name); }

@@ -474,8 +474,7 @@ int32_t run_update(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
 
 int32_t init_keep_host(const dk_host* host, void** plugin_ptr, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
-    if (host == nullptr || host->struct_size < sizeof(dk_host))
-      throw Failure(DK_ERR_INTERNAL, "host table too small");
+    if (!plugin::usable_host(host)) throw Failure(DK_ERR_INTERNAL, "host table too small");
     *plugin_ptr = const_cast<dk_host*>(host);
   });
 }

@@ -7,6 +7,10 @@
 //   unterminated_schema  the op's schema has no NUL before an unmapped page
 //   op_name_unmapped     the second op's name points into an unmapped page
 //   null_caps            the op has no capabilities
+//   limit_unknown_dim    a limit on a dimension the op does not have (a newer ABI's?)
+//   limit_empty_range    a limit whose max is below its min
+//   n_limits_huge        2^60 limits (the array holds one)
+//   op_too_small         an op struct_size that ends before run, its last ABI 1.0 field
 #include "hostile_init.hpp"
 
 #include <sys/mman.h>
@@ -27,7 +31,11 @@ enum class Defect {
   n_dtypes_huge,
   unterminated_schema,
   op_name_unmapped,
-  null_caps
+  null_caps,
+  limit_unknown_dim,
+  limit_empty_range,
+  n_limits_huge,
+  op_too_small
 };
 constexpr Defect kDefect = Defect::DK_DEFECT;
 
@@ -56,11 +64,13 @@ struct TwoPages {
 const TwoPages pages;
 
 struct Tables {
+  dk_limit limit{};
   dk_caps caps{};
   dk_op ops[2]{};
   dk_plugin plugin{};
   Tables() {
-    caps = {sizeof(dk_caps), 1, kCpu, 1, kF32Only, 2, 4, DK_LAYOUT_TIME_CONTIGUOUS};
+    limit = {sizeof(dk_limit), "state_len", 1, 64};
+    caps = {sizeof(dk_caps), 1, kCpu, 1, kF32Only, 2, 4, DK_LAYOUT_TIME_CONTIGUOUS, 1, &limit};
     // The second op is ignored as unknown when its name can be read.
     ops[0] = {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenFreshSchema, &caps, nullptr, varlen_fresh};
     ops[1] = {sizeof(dk_op), "a_later_op", kVarlenFreshSchema, &caps, nullptr, varlen_fresh};
@@ -94,6 +104,18 @@ struct Tables {
         break;
       case Defect::null_caps:
         ops[0].caps = nullptr;
+        break;
+      case Defect::limit_unknown_dim:
+        limit.dim = "heads";
+        break;
+      case Defect::limit_empty_range:
+        limit.min = 65;
+        break;
+      case Defect::n_limits_huge:
+        caps.n_limits = size_t{1} << 60;
+        break;
+      case Defect::op_too_small:
+        ops[0].struct_size = ops[1].struct_size = DK_OP_SIZE_1_0 - sizeof(void*);
         break;
     }
   }

@@ -1,0 +1,61 @@
+/* TEST COPY: ABI 1.0 exactly as released; see plugin_abi.h beside it. Not installed. */
+/* The ops of ABI 1: names, canonical schemas and argument positions.
+ *
+ * A plugin declares each op's schema with its own alias annotations (its mutation
+ * contract); the core checks that, with the annotations removed, it is exactly the
+ * canonical schema below. The positions index dk_call.tensors and dk_call.scalars.
+ * Adding an op appends here and bumps DK_ABI_MINOR. */
+#ifndef DELTAKERN_OP_SCHEMAS_H
+#define DELTAKERN_OP_SCHEMAS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- causal_conv1d_varlen: prefill over a packed batch of variable-length sequences */
+#define DK_OP_CAUSAL_CONV1D_VARLEN "causal_conv1d_varlen"
+#define DK_SCHEMA_CAUSAL_CONV1D_VARLEN                                               \
+  "causal_conv1d_varlen(Tensor x, Tensor weight, Tensor? bias, Tensor conv_states, " \
+  "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, "       \
+  "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> Tensor"
+
+enum {
+  DK_VARLEN_X = 0,                 /* (D, T) f32/f16/bf16, time-contiguous or channel-last */
+  DK_VARLEN_WEIGHT = 1,            /* (D, W), x's dtype or f32                             */
+  DK_VARLEN_BIAS = 2,              /* (D) or NULL                                          */
+  DK_VARLEN_CONV_STATES = 3,       /* (lines, D, S), S >= W-1, any strides                 */
+  DK_VARLEN_QUERY_START_LOC = 4,   /* (batch+1) int32 on x's device                        */
+  DK_VARLEN_CACHE_INDICES = 5,     /* (batch) int32 or NULL (identity)                     */
+  DK_VARLEN_HAS_INITIAL_STATE = 6, /* (batch) uint8 or NULL (all false)                    */
+  DK_VARLEN_N_TENSORS = 7
+};
+enum {
+  DK_VARLEN_ACTIVATION = 0,  /* STRING: "none" or "silu" (the core maps "swish" to "silu") */
+  DK_VARLEN_PAD_SLOT_ID = 1, /* INT                                                        */
+  DK_VARLEN_MAX_SEQ_LEN = 2, /* INT, or NONE when the host did not give it                 */
+  DK_VARLEN_N_SCALARS = 3
+};
+
+/* ---- causal_conv1d_update: decode, one or a few new tokens per sequence */
+#define DK_OP_CAUSAL_CONV1D_UPDATE "causal_conv1d_update"
+#define DK_SCHEMA_CAUSAL_CONV1D_UPDATE                                              \
+  "causal_conv1d_update(Tensor x, Tensor conv_state, Tensor weight, Tensor? bias, " \
+  "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "    \
+  "int pad_slot_id=-1) -> Tensor"
+
+enum {
+  DK_UPDATE_X = 0,                  /* (batch, D) or (batch, D, Tq)                        */
+  DK_UPDATE_CONV_STATE = 1,         /* (lines, D, S), S >= W-1                              */
+  DK_UPDATE_WEIGHT = 2,             /* (D, W)                                               */
+  DK_UPDATE_BIAS = 3,               /* (D) or NULL                                          */
+  DK_UPDATE_CONV_STATE_INDICES = 4, /* (batch) int32 or NULL (identity)                     */
+  DK_UPDATE_CACHE_SEQLENS = 5,      /* (batch) int32 or NULL (shift mode)                   */
+  DK_UPDATE_N_TENSORS = 6
+};
+enum { DK_UPDATE_ACTIVATION = 0, DK_UPDATE_PAD_SLOT_ID = 1, DK_UPDATE_N_SCALARS = 2 };
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DELTAKERN_OP_SCHEMAS_H */

@@ -1,0 +1,171 @@
+/* TEST COPY: ABI 1.0 exactly as released (git show bcb7d23:core/include/deltakern/plugin_abi.h);
+ * tests/plugins/versioned.cpp builds a plugin against it. Not installed. */
+/* deltakern plugin ABI: the C boundary between the core and a backend plugin.
+ *
+ * Versioning (as PJRT does it): every struct starts with struct_size, so a newer core
+ * reads an older plugin's structs only as far as the plugin filled them. A plugin
+ * reports the ABI it was built against in dk_plugin; the core refuses a different
+ * major and accepts any minor. Adding an op, a field at the end of a struct, a flag or
+ * a status code is a minor bump; anything else is a major bump.
+ *
+ * Ops are generic: a call carries its arguments positionally in the order of the op's
+ * schema (PyTorch schema syntax), tensors and scalars in two arrays. A new op is a new
+ * schema and a new entry in dk_plugin.ops, never a new struct.
+ *
+ * No C++ exception may cross this boundary; errors are status codes plus a message
+ * written into a caller-provided buffer. */
+#ifndef DELTAKERN_PLUGIN_ABI_H
+#define DELTAKERN_PLUGIN_ABI_H
+
+#include <dlpack/dlpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DK_ABI_MAJOR 1
+#define DK_ABI_MINOR 0
+
+/* The one symbol a plugin exports. */
+#define DK_PLUGIN_ENTRY_SYMBOL "deltakern_plugin_entry"
+
+typedef enum dk_status {
+  DK_OK = 0,
+  DK_ERR_INVALID_ARGUMENT = 1, /* the call's arguments are wrong; nothing was written   */
+  DK_ERR_UNSUPPORTED = 2,      /* valid, but this backend cannot serve it               */
+  DK_ERR_UNAVAILABLE = 3,      /* the backend cannot run here (no driver, no device)    */
+  DK_ERR_OUT_OF_MEMORY = 4,
+  DK_ERR_RUNTIME = 5, /* a launch or device error                                       */
+  DK_ERR_INTERNAL = 6
+} dk_status;
+
+typedef enum dk_log_level {
+  DK_LOG_TRACE = 0,
+  DK_LOG_DEBUG = 1,
+  DK_LOG_INFO = 2,
+  DK_LOG_WARN = 3,
+  DK_LOG_ERROR = 4
+} dk_log_level;
+
+/* Services the core gives a plugin at init. Owned by the core; valid until shutdown. */
+typedef struct dk_host {
+  size_t struct_size;
+  void* ctx;
+  /* Routes the plugin's messages through the core's spdlog sinks. */
+  void (*log)(void* ctx, int32_t level, const char* msg);
+  /* Device memory for fresh outputs and scratch. Stream-ordered on CUDA (safe inside
+   * graph capture); the engine may install its own allocator behind these. */
+  int32_t (*alloc)(void* ctx, DLDevice device, size_t bytes, void* stream, void** out);
+  void (*release)(void* ctx, DLDevice device, void* ptr, void* stream);
+  /* The only way a plugin may read device memory on the host: copies the whole of src
+   * (compact or strided) into dst as a compact array and waits for it. Counted in
+   * deltakern::host_syncs() of the calling thread. */
+  int32_t (*read_to_host)(void* ctx, void* dst, const DLTensor* src, void* stream);
+} dk_host;
+
+typedef enum dk_scalar_kind {
+  DK_SCALAR_NONE = 0, /* an omitted optional argument */
+  DK_SCALAR_INT = 1,
+  DK_SCALAR_FLOAT = 2,
+  DK_SCALAR_BOOL = 3,
+  DK_SCALAR_STRING = 4
+} dk_scalar_kind;
+
+typedef struct dk_scalar {
+  int32_t kind;  /* dk_scalar_kind */
+  int64_t i;     /* INT and BOOL */
+  double f;      /* FLOAT */
+  const char* s; /* STRING */
+} dk_scalar;
+
+/* One call. tensors[i] is the i-th Tensor argument of the schema (NULL for None);
+ * scalars[j] the j-th non-tensor argument, defaults already applied by the core. */
+typedef struct dk_call {
+  size_t struct_size;
+  void* stream; /* cudaStream_t on CUDA; NULL on the CPU */
+  size_t n_tensors;
+  const DLTensor* const* tensors;
+  size_t n_scalars;
+  const dk_scalar* scalars;
+} dk_call;
+
+/* Layouts of the op's main tensor x (for causal_conv1d_varlen: (D, T)). */
+typedef enum dk_layout_bits {
+  DK_LAYOUT_TIME_CONTIGUOUS = 1u << 0, /* x.stride(-1) == 1                              */
+  DK_LAYOUT_CHANNEL_LAST = 1u << 1     /* x.stride(channel) == 1, time stride >= D         */
+} dk_layout_bits;
+
+typedef enum dk_cap_flags {
+  /* With max_seq_len omitted the backend derives it with exactly one read_to_host; with
+   * it given, it never reads device memory on the host. Without this flag the backend
+   * never syncs at all. */
+  DK_CAP_DERIVES_MAX_SEQ_LEN = 1u << 0,
+  /* On CUDA the call records into a CUDA graph (global capture mode) and replays
+   * correctly; for a backend that derives max_seq_len, only when it is given. */
+  DK_CAP_GRAPH_CAPTURABLE = 1u << 1
+} dk_cap_flags;
+
+typedef struct dk_device_caps {
+  size_t struct_size;
+  int32_t device_type;            /* DLDeviceType: kDLCPU, kDLCUDA                         */
+  int32_t min_compute_capability; /* CUDA: major*10+minor (e.g. 80); 0 otherwise         */
+  uint32_t flags;                 /* dk_cap_flags on this device                            */
+} dk_device_caps;
+
+typedef struct dk_caps {
+  size_t struct_size;
+  size_t n_devices;
+  const dk_device_caps* devices;
+  size_t n_dtypes;
+  const DLDataType* dtypes; /* of x; weight, bias, states: x's dtype or float32           */
+  int32_t min_width, max_width;
+  uint32_t layouts; /* dk_layout_bits */
+} dk_caps;
+
+typedef struct dk_op {
+  size_t struct_size;
+  const char* name;
+  /* PyTorch schema with alias annotations: the mutation contract. The core checks it is
+   * the op's canonical signature with only the annotations differing. */
+  const char* schema;
+  const dk_caps* caps;
+  /* Optional: finer checks than caps ("weight in f16 with x in bf16"). DK_OK or
+   * DK_ERR_UNSUPPORTED with the reason in why. Must not touch device memory. */
+  int32_t (*supports)(void* plugin, const dk_call* call, char* why, size_t why_size);
+  /* Runs the op on call->stream. *result receives the returned tensor: a fresh one the
+   * plugin allocated (through dk_host.alloc), or a view of an input it aliases. The core
+   * calls result->deleter when the caller drops it. */
+  int32_t (*run)(void* plugin, const dk_call* call, DLManagedTensor** result, char* error, size_t error_size);
+} dk_op;
+
+typedef struct dk_plugin {
+  size_t struct_size;
+  uint16_t abi_major, abi_minor;
+  const char* name; /* unique among loaded plugins: "portable", "native"              */
+  const char* version;
+  int32_t (*init)(const dk_host* host, void** plugin, char* error, size_t error_size);
+  /* Whether the plugin can run on this kind of device here; DK_ERR_UNAVAILABLE with the
+   * reason ("no CUDA driver") otherwise. */
+  int32_t (*probe)(void* plugin, int32_t device_type, char* why, size_t why_size);
+  void (*shutdown)(void* plugin);
+  size_t n_ops;
+  const dk_op* ops;
+  /* Optional. Reads and clears the device-side error word of device, on stream (a sync,
+   * made through dk_host.read_to_host). *flags receives dk_error_bits; 0 when clean. */
+  int32_t (*check_errors)(void* plugin, DLDevice device, void* stream, uint32_t* flags, char* msg,
+                          size_t msg_size);
+} dk_plugin;
+
+/* Bits of the device-side error word: kernels never write out of bounds, they skip the
+ * offending sequence and set a bit. */
+typedef enum dk_error_bits { DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE = 1u << 0 } dk_error_bits;
+
+typedef const dk_plugin* (*dk_plugin_entry_fn)(uint16_t core_abi_major, uint16_t core_abi_minor);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DELTAKERN_PLUGIN_ABI_H */
