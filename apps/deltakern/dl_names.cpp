@@ -1,5 +1,7 @@
 #include "dl_names.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -7,16 +9,7 @@
 
 namespace deltakern::cli {
 
-std::string dtype_name(DLDataType dtype) {
-  if (dtype.lanes == 1) {
-    if (dtype.code == kDLFloat && dtype.bits == 32) return "float32";
-    if (dtype.code == kDLFloat && dtype.bits == 16) return "float16";
-    if (dtype.code == kDLBfloat && dtype.bits == 16) return "bfloat16";
-    if (dtype.code == kDLInt) return fmt::format("int{}", dtype.bits);
-    if (dtype.code == kDLUInt) return fmt::format("uint{}", dtype.bits);
-  }
-  return fmt::format("dtype(code={}, bits={}, lanes={})", dtype.code, dtype.bits, dtype.lanes);
-}
+std::string dtype_name(DLDataType dtype) { return plugin::dtype_name(dtype); }
 
 DLDataType parse_dtype(std::string_view name) {
   if (name == "f32" || name == "float32" || name == "float") return {kDLFloat, 32, 1};

@@ -1,26 +1,12 @@
 #include "dlpack_util.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include <fmt/core.h>
 
 namespace deltakern::detail {
 
-std::string dtype_name(DLDataType dtype) {
-  if (dtype.lanes == 1) {
-    switch (dtype.code) {
-      case kDLFloat:
-        return fmt::format("float{}", dtype.bits);
-      case kDLBfloat:
-        return fmt::format("bfloat{}", dtype.bits);
-      case kDLInt:
-        return fmt::format("int{}", dtype.bits);
-      case kDLUInt:
-        return fmt::format("uint{}", dtype.bits);
-      default:
-        break;
-    }
-  }
-  return fmt::format("dtype(code={}, bits={}, lanes={})", dtype.code, dtype.bits, dtype.lanes);
-}
+std::string dtype_name(DLDataType dtype) { return plugin::dtype_name(dtype); }
 
 std::string device_type_name(int32_t device_type) {
   switch (device_type) {

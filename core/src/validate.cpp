@@ -1,5 +1,7 @@
 #include "validate.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include "dlpack_util.hpp"
 #include "host_services.hpp"
 
@@ -230,16 +232,19 @@ class Checker {
   }
 
   // The (channel, time) pair of x: time-contiguous, or channel-last as a slice of a fused
-  // projection is. A dimension of extent 1 has no meaningful stride, so one token is
-  // time-contiguous whatever its strides, and one channel is channel-last at any time stride.
+  // projection is; the rule, degenerate extents included, is the SDK's plugin::layout_of, which
+  // the plugins use too.
   [[gnu::always_inline]] Layout layout(const View& x, int channel_dim) const {
     const int time_dim = channel_dim + 1;
-    const int64_t dim = x.shape[channel_dim], tokens = x.shape[time_dim];
-    const int64_t channel_stride = x.stride[channel_dim], time_stride = x.stride[time_dim];
-    if (tokens <= 1 || time_stride == 1) return Layout::time_contiguous;
-    if ((dim <= 1 || channel_stride == 1) && time_stride >= dim) [[likely]]
-      return Layout::channel_last;
-    bad_layout(*x.t, channel_dim, dim);
+    const int64_t dim = x.shape[channel_dim];
+    switch (plugin::layout_of(dim, x.shape[time_dim], x.stride[channel_dim], x.stride[time_dim])) {
+      case DK_LAYOUT_TIME_CONTIGUOUS:
+        return Layout::time_contiguous;
+      case DK_LAYOUT_CHANNEL_LAST:
+        return Layout::channel_last;
+      default:
+        bad_layout(*x.t, channel_dim, dim);
+    }
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void bad_layout(const DLTensor& x, int channel_dim,

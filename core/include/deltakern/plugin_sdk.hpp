@@ -69,6 +69,26 @@ inline bool same_dtype(const DLDataType& a, const DLDataType& b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
 
+// The one spelling of a dtype in every message, the core's and the plugins': "bfloat16", "int32".
+inline std::string dtype_name(const DLDataType& t) {
+  if (t.lanes == 1) {
+    switch (t.code) {
+      case kDLFloat:
+        return "float" + std::to_string(t.bits);
+      case kDLBfloat:
+        return "bfloat" + std::to_string(t.bits);
+      case kDLInt:
+        return "int" + std::to_string(t.bits);
+      case kDLUInt:
+        return "uint" + std::to_string(t.bits);
+      default:
+        break;
+    }
+  }
+  return "dtype(code=" + std::to_string(t.code) + ", bits=" + std::to_string(t.bits) +
+         ", lanes=" + std::to_string(t.lanes) + ")";
+}
+
 // ---- tensor geometry (strides in elements; NULL strides mean compact row-major)
 
 // The core validated that a non-empty tensor's sizes multiply within int64; an empty one's need not,
@@ -94,7 +114,27 @@ inline T* data_of(const DLTensor& t) {
   return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
 }
 
-// ---- typed arguments (the core has validated shapes, dtypes and devices already)
+// ---- the layout rule: one definition, the core's validation and every plugin use it
+
+// The layout of a (channel, time) pair of dimensions of x with extents D and T and those
+// strides: DK_LAYOUT_TIME_CONTIGUOUS or DK_LAYOUT_CHANNEL_LAST, 0 for neither (the core rejects
+// that). A dimension of extent 0 or 1 has no meaningful stride, which decides the degenerate
+// cases: T <= 1 (one token, or none) is time-contiguous whatever the strides; D <= 1 with a
+// time stride other than 1 is channel-last (one channel at any time stride).
+constexpr uint32_t layout_of(int64_t dim, int64_t tokens, int64_t channel_stride, int64_t time_stride) {
+  if (tokens <= 1 || time_stride == 1) return DK_LAYOUT_TIME_CONTIGUOUS;
+  if ((dim <= 1 || channel_stride == 1) && time_stride >= dim) return DK_LAYOUT_CHANNEL_LAST;
+  return 0;
+}
+// x's layout, its channel dimension at `channel_dim` and time right after it (varlen's (D, T):
+// 0; update's (batch, D, Tq): 1; a 2-D update x has one token: time-contiguous).
+inline uint32_t layout_of(const DLTensor& x, int channel_dim) {
+  if (x.ndim < channel_dim + 2) return DK_LAYOUT_TIME_CONTIGUOUS;
+  return layout_of(x.shape[channel_dim], x.shape[channel_dim + 1], stride_of(x, channel_dim),
+                   stride_of(x, channel_dim + 1));
+}
+
+// ---- typed arguments (the core has validated shapes, dtypes, devices and layout already)
 
 enum class Activation { none, silu };
 
@@ -126,7 +166,7 @@ struct VarlenArgs {
   int64_t width() const { return weight->shape[1]; }
   int64_t batch() const { return query_start_loc->shape[0] - 1; }
   int64_t state_len() const { return conv_states->shape[2]; }
-  bool channel_last() const { return x->shape[0] > 1 && stride_of(*x, 0) == 1 && stride_of(*x, 1) != 1; }
+  bool channel_last() const { return layout_of(*x, 0) == DK_LAYOUT_CHANNEL_LAST; }
 };
 
 struct UpdateArgs {
@@ -145,6 +185,7 @@ struct UpdateArgs {
   int64_t tokens() const { return x->ndim == 3 ? x->shape[2] : 1; }  // Tq
   int64_t width() const { return weight->shape[1]; }
   int64_t state_len() const { return conv_state->shape[2]; }
+  bool channel_last() const { return layout_of(*x, 1) == DK_LAYOUT_CHANNEL_LAST; }
 };
 
 // ---- the core's structs, read as far as both sides know them (plugin_abi.h: versioning)

@@ -130,7 +130,8 @@ namespace detail {
 class RuntimeAllocator;
 }
 
-// A backend's op entry, bound to its plugin instance: what the dispatcher calls.
+// A backend's op entry, bound to its plugin instance: what the dispatcher calls. run() is the raw
+// entry: no argument is validated and no limit checked (the dispatch benchmark's baseline).
 struct BoundOp {
   const dk_op* op = nullptr;
   void* plugin = nullptr;

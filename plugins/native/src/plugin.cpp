@@ -1,6 +1,7 @@
 // The native backend: tuned CUDA kernels for sm_80 and sm_90 that convolve x in place.
-// This file is the plugin's C ABI side: capabilities, the finer checks (supports), argument
-// unpacking, the per-device state (SM count, error word), and the launches.
+// This file is the plugin's C ABI side: capabilities and limits (the core checks every call
+// against them, so native has no supports()), argument unpacking, the per-device state (SM
+// count, error word), and the launches.
 #include <cuda_runtime_api.h>
 #include <deltakern/op_schemas.h>
 #include <deltakern/plugin_abi.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -164,7 +166,9 @@ class Scratch {
   void* ptr_ = nullptr;
 };
 
-// ---- argument checks shared by supports() and run()
+// ---- argument checks: the core validated every argument against the declarations (devices,
+// dtypes, widths, layouts, limits) before the call gets here; what is left is what a 1.0 core
+// did not check.
 
 int32_t dtype_code(const DLDataType& t) {
   if (plugin::is_f32(t)) return kF32;
@@ -173,20 +177,7 @@ int32_t dtype_code(const DLDataType& t) {
   return -1;
 }
 
-std::string dtype_name(const DLDataType& t) {
-  switch (dtype_code(t)) {
-    case kF32:
-      return "float32";
-    case kF16:
-      return "float16";
-    case kBF16:
-      return "bfloat16";
-    default:
-      return "code " + std::to_string(t.code) + "/" + std::to_string(t.bits) + " bits";
-  }
-}
-
-// The reason is built only when the check fails: these run on every call.
+// The reason is built only when the check fails: these run on every call under a 1.0 core.
 template <typename Why>
 void require(bool ok, Why&& why) {
   if (ok) return;
@@ -196,98 +187,26 @@ void require(bool ok, Why&& why) {
     throw Failure(DK_ERR_UNSUPPORTED, "native: " + std::string(why));
 }
 
-void check_on_device(const DLTensor* t, const DLTensor& x, const char* name) {
-  if (t == nullptr) return;
-  require(t->device.device_type == kDLCUDA && t->device.device_id == x.device.device_id,
-          [&] { return std::string(name) + " is not on x's CUDA device"; });
-}
-
-// weight/bias: x's dtype or float32; states: x's dtype or float32.
-void check_companion_dtype(const DLTensor* t, const DLTensor& x, const char* name) {
-  if (t == nullptr) return;
-  require(plugin::same_dtype(t->dtype, x.dtype) || plugin::is_f32(t->dtype), [&] {
-    return std::string(name) + " must be x's dtype or float32, got " + dtype_name(t->dtype) + " with x " +
-           dtype_name(x.dtype);
-  });
-}
-
-void check_index(const DLTensor* t, const DLTensor& x, const char* name, bool mask) {
-  if (t == nullptr) return;
-  check_on_device(t, x, name);
-  require(t->ndim == 1, [&] { return std::string(name) + " must be one-dimensional"; });
-  require(mask ? plugin::is_dtype(t->dtype, kDLUInt, 8) : plugin::is_i32(t->dtype),
-          [&] { return std::string(name) + (mask ? " must be uint8" : " must be int32"); });
-}
-
-// What supports() answers: a function of the call's signature (devices and dtypes) alone.
-void check_signature(const DLTensor& x, const DLTensor* weight, const DLTensor* bias,
-                     const DLTensor* states) {
-  require(x.device.device_type == kDLCUDA, "serves CUDA tensors only");
-  require(dtype_code(x.dtype) >= 0,
-          [&] { return "x dtype " + dtype_name(x.dtype) + " is not float32, float16 or bfloat16"; });
-  check_on_device(weight, x, "weight");
-  check_on_device(bias, x, "bias");
-  check_on_device(states, x, "conv state");
-  check_companion_dtype(weight, x, "weight");
-  check_companion_dtype(bias, x, "bias");
-  check_companion_dtype(states, x, "conv state");
-}
-
-void check_common(const DLTensor& x, const DLTensor* weight, const DLTensor* bias, const DLTensor* states) {
-  check_signature(x, weight, bias, states);
-  require(weight->ndim == 2 && weight->shape[1] >= 2 && weight->shape[1] <= 4, "width must be 2..4");
-  require(states->ndim == 3, "conv state must be (lines, D, S)");
-  const int64_t S = states->shape[2];
-  require(S >= weight->shape[1] - 1, "state length S must be >= width - 1");
-  // A 1.1 core checks the declared limits before the call gets here; a 1.0 core does not.
-  require(core_abi_minor >= 1 || S <= kMaxStateLen, [&] {
-    return "state length S = " + std::to_string(S) + " exceeds " + std::to_string(kMaxStateLen);
-  });
-}
-
-enum class XLayout { channel_last, time_contiguous };
-
-XLayout varlen_layout(const DLTensor& x) {
-  const int64_t D = x.shape[0], T = x.shape[1];
-  const int64_t s0 = plugin::stride_of(x, 0), s1 = plugin::stride_of(x, 1);
-  // The core's rule: one channel with a strided time axis is channel-last (the conformance
-  // sweep's D = 1 found this refused here).
-  if (D <= 1 && T > 1 && s1 != 1) return XLayout::channel_last;
-  if (D > 1 && s0 == 1) {
-    require(T <= 1 || s1 >= D, "channel-last x needs a time stride >= D");
-    return XLayout::channel_last;
+// The declared limits, which a 1.1 core checks itself.
+template <size_t N>
+void check_limits_for_a_1_0_core(const dk_limit (&limits)[N], std::initializer_list<int64_t> dims) {
+  if (core_abi_minor >= 1) return;
+  size_t i = 0;
+  for (const int64_t value : dims) {
+    const dk_limit& l = limits[i++];
+    require(value >= l.min && value <= l.max, [&] {
+      return std::string(l.dim) + " = " + std::to_string(value) + " outside " + std::to_string(l.min) + ".." +
+             std::to_string(l.max);
+    });
   }
-  require(s1 == 1 || T <= 1, "x must be time-contiguous (stride(1) == 1) or channel-last (stride(0) == 1)");
-  require(D <= 1 || s0 >= T, "time-contiguous x needs a channel stride >= T");
-  return XLayout::time_contiguous;
 }
 
 void check_varlen(const plugin::VarlenArgs& a) {
-  const DLTensor& x = *a.x;
-  require(x.ndim == 2, "x must be (D, T)");
-  check_common(x, a.weight, a.bias, a.conv_states);
-  require(a.weight->shape[0] == x.shape[0] && a.conv_states->shape[1] == x.shape[0],
-          "D differs between arguments");
-  check_index(a.query_start_loc, x, "query_start_loc", false);
-  check_index(a.cache_indices, x, "cache_indices", false);
-  check_index(a.has_initial_state, x, "has_initial_state", true);
-  require(a.query_start_loc->shape[0] >= 1, [&] { return "query_start_loc needs batch+1 entries"; });
-  require(a.batch() < (int64_t{1} << 31) && x.shape[1] < (int64_t{1} << 31), "batch and T must fit in int32");
-  varlen_layout(x);
+  check_limits_for_a_1_0_core(kVarlenLimits, {a.state_len(), a.tokens(), a.batch()});
 }
 
 void check_update(const plugin::UpdateArgs& a) {
-  const DLTensor& x = *a.x;
-  require(x.ndim == 2 || x.ndim == 3, "x must be (batch, D) or (batch, D, Tq)");
-  check_common(x, a.weight, a.bias, a.conv_state);
-  require(a.weight->shape[0] == x.shape[1] && a.conv_state->shape[1] == x.shape[1],
-          "D differs between arguments");
-  check_index(a.conv_state_indices, x, "conv_state_indices", false);
-  check_index(a.cache_seqlens, x, "cache_seqlens", false);
-  require(core_abi_minor >= 1 || a.tokens() <= kMaxUpdateTokens, [&] {
-    return "Tq = " + std::to_string(a.tokens()) + " exceeds " + std::to_string(kMaxUpdateTokens);
-  });
-  require(a.batch() < (int64_t{1} << 31), "batch must fit in int32");
+  check_limits_for_a_1_0_core(kUpdateLimits, {a.state_len(), a.tokens(), a.batch()});
 }
 
 // ---- parameter packing
@@ -351,7 +270,7 @@ void run_varlen(Plugin& plugin, const dk_call& call) {
 
   const int32_t dt = dtype_code(x.dtype);
   const int64_t esz = dt == kF32 ? 4 : 2;
-  const bool channel_last = varlen_layout(x) == XLayout::channel_last;
+  const bool channel_last = a.channel_last();
   // Vector accesses along the contiguous dimension (16 bytes; channel-last: 8 or 16, see
   // channel_last_vec_bytes) when the base, the other stride and the contiguous extent allow;
   // otherwise the scalar instantiation.
@@ -400,20 +319,6 @@ void run_update(Plugin& plugin, const dk_call& call) {
 }
 
 // ---- the C ABI
-
-int32_t varlen_supports(void*, const dk_call* call, char* why, size_t why_size) {
-  return plugin::guarded(why, why_size, [&] {
-    const plugin::VarlenArgs a = plugin::unpack_varlen(*call);
-    check_signature(*a.x, a.weight, a.bias, a.conv_states);
-  });
-}
-
-int32_t update_supports(void*, const dk_call* call, char* why, size_t why_size) {
-  return plugin::guarded(why, why_size, [&] {
-    const plugin::UpdateArgs a = plugin::unpack_update(*call);
-    check_signature(*a.x, a.weight, a.bias, a.conv_state);
-  });
-}
 
 int32_t varlen_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
                    size_t error_size) {
@@ -516,8 +421,8 @@ int32_t plugin_check_errors(void* self, DLDevice device, void* stream, uint32_t*
 }
 
 const dk_op kOps[] = {
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, varlen_supports, varlen_run},
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, update_supports, update_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, nullptr, varlen_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, nullptr, update_run},
 };
 
 const dk_plugin kPlugin = {sizeof(dk_plugin),  DK_ABI_MAJOR, DK_ABI_MINOR,    "native", "0.1.0",

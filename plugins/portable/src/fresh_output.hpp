@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "check_args.hpp"
+#include "layout.hpp"
 
 namespace deltakern::portable {
 

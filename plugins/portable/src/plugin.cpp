@@ -15,10 +15,10 @@
 #include <string>
 #include <thread>
 
-#include "check_args.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/launch.hpp"
 #include "fresh_output.hpp"
+#include "layout.hpp"
 #include "portable_plugin.hpp"
 
 #if defined(DELTAKERN_PORTABLE_CUDA)
@@ -89,20 +89,9 @@ const dk_call& require_call(const dk_call* call) {
   return *call;
 }
 
-// A device this build serves; the CUDA path exists only when the plugin was built with it.
-void require_device(const DLTensor* x, const char* op) {
-  if (x == nullptr) return;  // the op's own checks report it
-  if (x->device.device_type == kDLCPU) return;
-#if defined(DELTAKERN_PORTABLE_CUDA)
-  if (x->device.device_type == kDLCUDA) return;
-#endif
-  throw Failure(DK_ERR_UNSUPPORTED, std::string(op) + ": portable was built without this device (" +
-                                        std::to_string(x->device.device_type) + ")");
-}
-
 #if defined(DELTAKERN_PORTABLE_CUDA)
 DLManagedTensor* cuda_varlen(PortablePlugin& p, const plugin::VarlenArgs& args) {
-  const XLayout layout = check_varlen(args);
+  const XLayout layout = varlen_layout(args);
   const int64_t max_seq_len = launch_max_seq_len(p.host, args);
   ResultPtr result = allocate_varlen_output(p.host, *args.x, layout, args.stream);
   cuda::causal_conv1d_varlen(args, result->dl_tensor, max_seq_len);
@@ -110,21 +99,11 @@ DLManagedTensor* cuda_varlen(PortablePlugin& p, const plugin::VarlenArgs& args) 
 }
 
 DLManagedTensor* cuda_update(PortablePlugin& p, const plugin::UpdateArgs& args) {
-  check_update(args);
   ResultPtr result = allocate_update_output(p.host, *args.x, args.stream);
   cuda::causal_conv1d_update(args, result->dl_tensor);
   return result.release();
 }
 #endif
-
-int32_t varlen_supports(void* p, const dk_call* call, char* why, size_t why_size) {
-  return plugin::guarded(why, why_size, [&] {
-    self(p);
-    const plugin::VarlenArgs args = plugin::unpack_varlen(require_call(call));
-    require_device(args.x, DK_OP_CAUSAL_CONV1D_VARLEN);
-    check_varlen(args);
-  });
-}
 
 int32_t varlen_run(void* p, const dk_call* call, DLManagedTensor** result, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
@@ -132,23 +111,13 @@ int32_t varlen_run(void* p, const dk_call* call, DLManagedTensor** result, char*
     if (result == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "causal_conv1d_varlen: no result pointer");
     *result = nullptr;
     const plugin::VarlenArgs args = plugin::unpack_varlen(require_call(call));
-    require_device(args.x, DK_OP_CAUSAL_CONV1D_VARLEN);
 #if defined(DELTAKERN_PORTABLE_CUDA)
-    if (args.x != nullptr && args.x->device.device_type == kDLCUDA) {
+    if (args.x->device.device_type == kDLCUDA) {
       *result = cuda_varlen(plugin, args);
       return;
     }
 #endif
     *result = cpu::causal_conv1d_varlen(plugin.cpu_device(), args);
-  });
-}
-
-int32_t update_supports(void* p, const dk_call* call, char* why, size_t why_size) {
-  return plugin::guarded(why, why_size, [&] {
-    self(p);
-    const plugin::UpdateArgs args = plugin::unpack_update(require_call(call));
-    require_device(args.x, DK_OP_CAUSAL_CONV1D_UPDATE);
-    check_update(args);
   });
 }
 
@@ -158,9 +127,8 @@ int32_t update_run(void* p, const dk_call* call, DLManagedTensor** result, char*
     if (result == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "causal_conv1d_update: no result pointer");
     *result = nullptr;
     const plugin::UpdateArgs args = plugin::unpack_update(require_call(call));
-    require_device(args.x, DK_OP_CAUSAL_CONV1D_UPDATE);
 #if defined(DELTAKERN_PORTABLE_CUDA)
-    if (args.x != nullptr && args.x->device.device_type == kDLCUDA) {
+    if (args.x->device.device_type == kDLCUDA) {
       *result = cuda_update(plugin, args);
       return;
     }
@@ -170,8 +138,8 @@ int32_t update_run(void* p, const dk_call* call, DLManagedTensor** result, char*
 }
 
 const dk_op kOps[] = {
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, varlen_supports, varlen_run},
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, update_supports, update_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, nullptr, varlen_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, nullptr, update_run},
 };
 
 // DELTAKERN_PORTABLE_THREADS caps the CPU threads (benchmarks, a machine shared with other

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <memory>
 
-#include "../check_args.hpp"
 #include "../fresh_output.hpp"
+#include "../layout.hpp"
 
 namespace deltakern::portable::cpu {
 
@@ -101,7 +101,7 @@ int act_index(plugin::Activation a) { return a == plugin::Activation::silu ? 1 :
 }  // namespace
 
 DLManagedTensor* causal_conv1d_varlen(const Device& device, const plugin::VarlenArgs& args) {
-  const XLayout layout = check_varlen(args);
+  const XLayout layout = varlen_layout(args);
   const int64_t max_seq_len = launch_max_seq_len(device.host, args);
   ResultPtr result = allocate_varlen_output(device.host, *args.x, layout, args.stream);
   const DLTensor& out = result->dl_tensor;
@@ -147,7 +147,6 @@ DLManagedTensor* causal_conv1d_varlen(const Device& device, const plugin::Varlen
 }
 
 DLManagedTensor* causal_conv1d_update(const Device& device, const plugin::UpdateArgs& args) {
-  check_update(args);
   ResultPtr result = allocate_update_output(device.host, *args.x, args.stream);
   const DLTensor& out = result->dl_tensor;
 
