@@ -143,16 +143,39 @@ std::string layout_name(Layout l) { return to_string(l); }
 
 Case varlen_case(std::string name, const VarlenConfig& cfg, Mode mode = Mode::host_and_derived) {
   const std::string op = DK_OP_CAUSAL_CONV1D_VARLEN;
-  return {op, name, [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
+  const int64_t tokens = std::accumulate(cfg.lengths.begin(), cfg.lengths.end(), int64_t{0});
+  return {op,
+          name,
+          [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
             return run_varlen(rt, t, cfg, mode, seed);
-          }};
+          },
+          {{"dim", cfg.dim},
+           {"tokens", tokens},
+           {"batch", cfg.batch()},
+           {"width", cfg.width},
+           {"state_len", cfg.state_len}}};
 }
 
 Case update_case(std::string name, const UpdateConfig& cfg, Mode mode = Mode::host_and_derived) {
   const std::string op = DK_OP_CAUSAL_CONV1D_UPDATE;
-  return {op, name, [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
+  return {op,
+          name,
+          [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
             return run_update(rt, t, cfg, mode, seed);
-          }};
+          },
+          {{"batch", cfg.batch},
+           {"dim", cfg.dim},
+           {"tokens_per_update", cfg.tokens},
+           {"width", cfg.width},
+           {"state_len", cfg.state_len}}};
+}
+
+// The largest size the op admits along `dim`, capped where the suite's reference stays cheap.
+int64_t edge_of(const OpInfo& info, std::string_view dim, int64_t cap) {
+  int64_t edge = cap;
+  for (const auto& l : info.limits)
+    if (l.dim == dim) edge = std::min(edge, l.max);
+  return edge;
 }
 
 // Out-of-range indices near the pool (one and two lines past its end, two before its start)
@@ -194,6 +217,16 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
     cfg.identity_indices = false;
     out.push_back(varlen_case(name, cfg));
   }
+  // The longest state the backend admits (at most 64): a declared limit is served up to its edge.
+  for (DType x : dtypes) {
+    const int64_t edge = edge_of(info, "state_len", 64);
+    const std::string name = std::string("limits/state_len_") + std::to_string(edge) + "/" + name_of(x);
+    Random knobs(op + "/" + name + "#knobs");
+    auto cfg = varlen_config(x, widths_of(info).back(), info.layouts.back(), true, reference::Act::silu, true,
+                             knobs, o);
+    cfg.state_len = std::max<int64_t>(edge, cfg.width - 1);
+    out.push_back(varlen_case(name, cfg));
+  }
   if (target.device.device_type != kDLCUDA) return;
   const OpInfo::Device* dev = device_caps(info, kDLCUDA);
   const int64_t w = std::min<int64_t>(widths_of(info).back(), 4);
@@ -231,6 +264,17 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
               out.push_back(
                   update_case(name, update_config(x, w, tq, layout, bias, act, circular, knobs, o)));
             }
+  // The edges of the declared limits (at most 64 each): the longest state, the most draft tokens.
+  for (DType x : dtypes) {
+    const int64_t s_edge = edge_of(info, "state_len", 64), tq_edge = edge_of(info, "tokens_per_update", 64);
+    const std::string name = std::string("limits/state_len_") + std::to_string(s_edge) + "/tq" +
+                             std::to_string(tq_edge) + "/" + name_of(x);
+    Random knobs(op + "/" + name + "#knobs");
+    auto cfg = update_config(x, widths_of(info).back(), tq_edge, info.layouts.back(), true,
+                             reference::Act::silu, true, knobs, o);
+    cfg.state_len = std::max<int64_t>(s_edge, cfg.width - 1);
+    out.push_back(update_case(name, cfg));
+  }
   if (target.device.device_type != kDLCUDA) return;
   const OpInfo::Device* dev = device_caps(info, kDLCUDA);
   const int64_t w = std::min<int64_t>(widths_of(info).back(), 4);
@@ -463,7 +507,8 @@ Case make_sweep_case(const std::vector<const OpInfo*>& served, const SuiteOption
   if (info.name == DK_OP_CAUSAL_CONV1D_VARLEN) {
     auto cfg = varlen_config(x, w, layout, bias, act, knobs.coin(), knobs, o);
     cfg.dim = knobs.coin(0.2) ? knobs.integer(1, 4) : knobs.integer(1, 320);
-    cfg.state_len = w - 1 + (knobs.coin(0.6) ? 0 : knobs.integer(1, 5));
+    cfg.state_len = std::min(w - 1 + (knobs.coin(0.6) ? 0 : knobs.integer(1, 5)),
+                             std::max(edge_of(info, "state_len", 64), w - 1));
     const auto n = static_cast<size_t>(knobs.integer(1, 40));
     cfg.lengths.clear();
     cfg.padded.clear();
@@ -475,10 +520,13 @@ Case make_sweep_case(const std::vector<const OpInfo*>& served, const SuiteOption
     cfg.extra_lines = knobs.integer(0, 8);
     return varlen_case(name, cfg);
   }
-  const int64_t tokens = knobs.coin(0.5) ? 1 : knobs.integer(2, 64);
+  // Within the declared limits, so that every sweep case is a claim of the backend's.
+  const int64_t tokens = std::min(knobs.coin(0.5) ? 1 : knobs.integer(2, 64),
+                                  std::max<int64_t>(edge_of(info, "tokens_per_update", 64), 1));
   auto cfg = update_config(x, w, tokens, layout, bias, act, knobs.coin(), knobs, o);
   cfg.dim = knobs.coin(0.2) ? knobs.integer(1, 4) : knobs.integer(1, 320);
-  cfg.state_len = w - 1 + (knobs.coin(0.6) ? 0 : knobs.integer(1, 5));
+  cfg.state_len = std::min(w - 1 + (knobs.coin(0.6) ? 0 : knobs.integer(1, 5)),
+                           std::max(edge_of(info, "state_len", 64), w - 1));
   cfg.batch = knobs.integer(1, 96);
   cfg.padded.assign(static_cast<size_t>(cfg.batch), 0);
   if (!cfg.identity_indices)

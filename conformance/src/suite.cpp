@@ -81,6 +81,15 @@ std::vector<Case> cases(const Runtime& runtime, const Target& target, const Suit
     add_out_of_range_cases(out, *op, target, options);
     add_size_cases(out, *op, target, options);
   }
+  // A case outside a declared limit is no claim of the backend's: the core would not route it there.
+  std::erase_if(out, [&](const Case& c) {
+    for (const OpInfo* op : served)
+      if (op->name == c.op)
+        for (const auto& limit : op->limits)
+          for (const auto& [dim, value] : c.dims)
+            if (dim == limit.dim && (value < limit.min || value > limit.max)) return true;
+    return false;
+  });
   return out;
 }
 

@@ -13,7 +13,13 @@ namespace {
 
 using namespace deltakern::testplugins;
 
-constexpr int64_t kMaxStateLen = 64;
+// DK_VERSIONED_TIGHT: limits well inside the suite's shapes (state_len ..5, Tq ..2), so that the
+// suite must leave out the cases they exclude and still test each limit's edge.
+#if DK_VERSIONED_TIGHT
+constexpr int64_t kMaxStateLen = 5, kMaxDraft = 2;
+#else
+constexpr int64_t kMaxStateLen = 64, kMaxDraft = 64;
+#endif
 
 int32_t varlen_in_place(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {
   return run_varlen(p, c, r, e, n, {.in_place = true});
@@ -65,7 +71,7 @@ constexpr auto* probe = probe_cpu_only;
 #if DK_VERSIONED_MINOR >= 1
 const dk_limit kVarlenLimits[] = {{sizeof(dk_limit), "state_len", 1, kMaxStateLen DK_ADDED_IN_1_2}};
 const dk_limit kUpdateLimits[] = {{sizeof(dk_limit), "state_len", 1, kMaxStateLen DK_ADDED_IN_1_2},
-                                  {sizeof(dk_limit), "tokens_per_update", 1, 64 DK_ADDED_IN_1_2}};
+                                  {sizeof(dk_limit), "tokens_per_update", 1, kMaxDraft DK_ADDED_IN_1_2}};
 #define DK_LIMITS(table) , std::size(table), table DK_ADDED_IN_1_2
 #else
 #define DK_LIMITS(table)

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace deltakern::conformance {
@@ -54,6 +55,9 @@ struct Case {
   // Runs the case against `runtime`, which must force the target's backend. Returns an
   // empty string when every check held, else what failed (first differing element...).
   std::function<std::string(Runtime& runtime, const Target& target)> run;
+  // The call's sizes by the op's dimension names (op_schemas.h, DK_DIMS_*): a case outside a
+  // limit the backend declares is not among its cases (the core would route the call elsewhere).
+  std::vector<std::pair<std::string, int64_t>> dims;
 };
 
 // The case list for a target: every dtype, width, layout the backend declares, bias
