@@ -3,7 +3,8 @@
 #   1. the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #      (build-asan/; the libFuzzer targets are built in the same tree and their committed
 #      corpora replayed as tests, see fuzz/CMakeLists.txt);
-#   2. the concurrent-dispatch test (8 threads) built with ThreadSanitizer (build-tsan/).
+#   2. the concurrent-dispatch and call-limits tests (8 threads each) built with ThreadSanitizer
+#      (build-tsan/).
 # Every target of a tree gets the flags, the plugins the tests dlopen and the CLI they start
 # included. Prints one summary line per job; exits non-zero when a job fails.
 # Environment: JOBS (build parallelism; default: the number of cores).
@@ -33,10 +34,11 @@ asan_line=$(summarize "address+undefined, whole suite" build-asan/ctest.log $((S
 
 start=$SECONDS
 cmake -S . -B build-tsan "${common[@]}" -DDELTAKERN_SANITIZE=thread >/dev/null
-cmake --build build-tsan -j "$jobs" --target test_concurrent_dispatch
+cmake --build build-tsan -j "$jobs" --target test_concurrent_dispatch test_call_limits
 rc=0
-ctest --test-dir build-tsan -R '^test_concurrent_dispatch$' --output-on-failure 2>&1 | tee build-tsan/ctest.log || rc=$?
-tsan_line=$(summarize "thread, concurrent dispatch" build-tsan/ctest.log $((SECONDS - start)) $rc)
+ctest --test-dir build-tsan -R '^(test_concurrent_dispatch|test_call_limits)$' --output-on-failure 2>&1 |
+  tee build-tsan/ctest.log || rc=$?
+tsan_line=$(summarize "thread, concurrent dispatch and call limits" build-tsan/ctest.log $((SECONDS - start)) $rc)
 [ $rc -eq 0 ] || status=1
 
 echo "$asan_line"
