@@ -73,9 +73,15 @@ struct AfterCall {
   Snapshot args;
   HostImage result;
 };
-// An in-place result is x itself, which the arguments' snapshot covers.
-AfterCall after_call(std::span<const NamedArg> args, const Tensor& result, bool fresh) {
-  return {snapshot(args), fresh && result ? image_of(result.dl()) : HostImage()};
+// An in-place result is x itself, which the arguments' snapshot covers. An argument the schema
+// does not annotate must still hold its bytes from before the call: a late write that lands before
+// the snapshot is taken (while the call's own checks ran) is a late write all the same.
+AfterCall after_call(const OpInfo& info, std::span<const NamedArg> args, const Snapshot& before,
+                     const Tensor& result, bool fresh) {
+  AfterCall after{snapshot(args), fresh && result ? image_of(result.dl()) : HostImage()};
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].buf != nullptr && !is_mutated(info, args[i].name)) after.args[i] = before[i];
+  return after;
 }
 std::string check_late_writes(std::span<const NamedArg> args, const Tensor& result, const AfterCall& then,
                               std::chrono::milliseconds delay, std::string_view when) {
@@ -152,7 +158,7 @@ std::string host_and_derived(Runtime& rt, const Target& target, const OpInfo& in
   if (auto m = Op::check(info, in, cfg, before, *a, call_a, seed); !m.empty()) return with_context(first, m);
   if (cfg.flags_errors())
     if (auto m = check_flagged(rt, target, stream); !m.empty()) return with_context(first, m);
-  AfterCall after_a = after_call(args, *a, fresh);
+  AfterCall after_a = after_call(info, args, before.bytes, *a, fresh);
   if (auto m = check_late_writes(args, *a, after_a, delay,
                                  std::to_string(delay.count()) + " ms after the call returned");
       !m.empty())
@@ -160,6 +166,10 @@ std::string host_and_derived(Runtime& rt, const Target& target, const OpInfo& in
   const HostImage a_out = fresh ? std::move(after_a.result) : image_of(a->dl());
   const auto a_states = Op::states(in).bits();
   std::vector<int64_t> out_shape(a->dl().shape, a->dl().shape + a->dl().ndim);
+  // Once more, just before the inputs are restored (which would hide a write landing now).
+  if (auto m = check_unchanged_since(args, after_a.args, "when the inputs were restored for the second call");
+      !m.empty())
+    return with_context(first, m);
   if (!fresh)
     if (auto m = held.release_all(); !m.empty()) return with_context(first, m);  // a view of x, restored next
   restore(args, before.bytes);
@@ -207,7 +217,7 @@ std::string host_and_derived(Runtime& rt, const Target& target, const OpInfo& in
                             plain_index(Op::states(in).shape()));
       !m.empty())
     return m;
-  if (auto m = check_late_writes(args, *b, after_call(args, *b, fresh), delay,
+  if (auto m = check_late_writes(args, *b, after_call(info, args, before.bytes, *b, fresh), delay,
                                  std::to_string(delay.count()) + " ms after the second call returned");
       !m.empty())
     return with_context(second, m);
