@@ -47,12 +47,8 @@ class Loader {
       }
       load_into(info);
       return;
-    } catch (const Rejection& e) {
-      info.reason = e.what();
-    } catch (const std::exception& e) {
-      info.reason = fmt::format("unexpected failure while loading: {}", e.what());
     } catch (...) {
-      info.reason = "unexpected failure while loading";
+      info.reason = rejection_reason();
     }
     logger().warn("rejected plugin {}: {}", path.string(), info.reason);
     plugins_.infos.push_back(std::move(info));

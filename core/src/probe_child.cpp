@@ -94,12 +94,8 @@ ProbeVerdict live_twice(const std::filesystem::path& path, const PhaseListener& 
     on_phase("shutting down after the second init", info);
     library->stop();
     info.state = PluginInfo::State::loaded;
-  } catch (const Rejection& e) {
-    info.reason = e.what();
-  } catch (const std::exception& e) {
-    info.reason = fmt::format("unexpected failure while loading: {}", e.what());
   } catch (...) {
-    info.reason = "unexpected failure while loading";
+    info.reason = rejection_reason();
   }
   ProbeVerdict verdict = verdict_of(info);
   if (library) {
