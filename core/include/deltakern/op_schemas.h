@@ -4,7 +4,12 @@
  * contract); the core checks that, with the annotations removed, it is exactly the
  * canonical schema below. The positions index dk_call.tensors and dk_call.scalars.
  * The dimensions (1.1) are the sizes the core derives from every call of the op, by the
- * names a dk_limit uses. Adding an op or a dimension appends here and bumps DK_ABI_MINOR. */
+ * names a dk_limit uses. Adding an op or a dimension appends here and bumps DK_ABI_MINOR.
+ *
+ * An out-variant (1.1: *_out) is its op with the result written into a caller's tensor `out`:
+ * the same arguments, then `out` after the last tensor argument, and no return. Its plugin
+ * schema annotates out as written (Tensor(a!) out) and never x; the core checks out is x's
+ * shape, dtype, device and layout and shares no memory with any other argument. */
 #ifndef DELTAKERN_OP_SCHEMAS_H
 #define DELTAKERN_OP_SCHEMAS_H
 
@@ -39,6 +44,19 @@ enum {
  * lines: conv_states' first extent (cache lines). */
 #define DK_DIMS_CAUSAL_CONV1D_VARLEN "dim", "tokens", "batch", "width", "state_len", "lines"
 
+/* ---- causal_conv1d_varlen_out (1.1): causal_conv1d_varlen into out, x untouched. The tokens
+ * of a skipped sequence (pad_slot_id or out of range) are left in out as they were. Tensor
+ * and scalar positions are causal_conv1d_varlen's, with out after the tensors. */
+#define DK_OP_CAUSAL_CONV1D_VARLEN_OUT "causal_conv1d_varlen_out"
+#define DK_SCHEMA_CAUSAL_CONV1D_VARLEN_OUT                                                \
+  "causal_conv1d_varlen_out(Tensor x, Tensor weight, Tensor? bias, Tensor conv_states, "  \
+  "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, Tensor out, " \
+  "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> ()"
+enum {
+  DK_VARLEN_OUT = 7, /* x's shape, dtype, device and layout; apart from every other argument */
+  DK_VARLEN_OUT_N_TENSORS = 8
+};
+
 /* ---- causal_conv1d_update: decode, one or a few new tokens per sequence */
 #define DK_OP_CAUSAL_CONV1D_UPDATE "causal_conv1d_update"
 #define DK_SCHEMA_CAUSAL_CONV1D_UPDATE                                              \
@@ -59,6 +77,19 @@ enum { DK_UPDATE_ACTIVATION = 0, DK_UPDATE_PAD_SLOT_ID = 1, DK_UPDATE_N_SCALARS 
 /* batch: sequences; dim: D; tokens_per_update: Tq (1 for a 2-D x); width: W;
  * state_len: S; lines: conv_state's first extent. */
 #define DK_DIMS_CAUSAL_CONV1D_UPDATE "batch", "dim", "tokens_per_update", "width", "state_len", "lines"
+
+/* ---- causal_conv1d_update_out (1.1): causal_conv1d_update into out, x untouched; skipped rows
+ * of out are left as they were. Positions are causal_conv1d_update's, with out after the
+ * tensors. */
+#define DK_OP_CAUSAL_CONV1D_UPDATE_OUT "causal_conv1d_update_out"
+#define DK_SCHEMA_CAUSAL_CONV1D_UPDATE_OUT                                               \
+  "causal_conv1d_update_out(Tensor x, Tensor conv_state, Tensor weight, Tensor? bias, "  \
+  "Tensor? conv_state_indices, Tensor? cache_seqlens, Tensor out, str activation=\"none\", " \
+  "int pad_slot_id=-1) -> ()"
+enum {
+  DK_UPDATE_OUT = 6, /* x's shape, dtype, device and layout; apart from every other argument */
+  DK_UPDATE_OUT_N_TENSORS = 7
+};
 
 #ifdef __cplusplus
 } /* extern "C" */

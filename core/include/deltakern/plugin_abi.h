@@ -178,7 +178,8 @@ typedef struct dk_op {
   int32_t (*supports)(void* plugin, const dk_call* call, char* why, size_t why_size);
   /* Runs the op on call->stream. *result receives the returned tensor: a fresh one the
    * plugin allocated (through dk_host.alloc), or a view of an input it aliases. The core
-   * calls result->deleter (from any thread) when the caller drops it. A call the caps and
+   * calls result->deleter (from any thread) when the caller drops it; an op that returns
+   * nothing (-> (), the *_out ops) leaves *result NULL. A call the caps and
    * supports() admitted must not be answered DK_ERR_UNSUPPORTED: the core reports that as
    * the backend's fault, naming it, and never retries elsewhere (run may have written). */
   int32_t (*run)(void* plugin, const dk_call* call, DLManagedTensor** result, char* error, size_t error_size);

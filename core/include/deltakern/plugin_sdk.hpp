@@ -160,6 +160,9 @@ struct VarlenArgs {
   int64_t pad_slot_id;
   std::optional<int64_t> max_seq_len;
   void* stream;
+  // causal_conv1d_varlen_out: where the result goes ((D, T), x's layout, apart from every other
+  // argument); nullptr for causal_conv1d_varlen.
+  const DLTensor* out = nullptr;
 
   int64_t dim() const { return x->shape[0]; }
   int64_t tokens() const { return x->shape[1]; }
@@ -179,6 +182,9 @@ struct UpdateArgs {
   Activation activation;
   int64_t pad_slot_id;
   void* stream;
+  // causal_conv1d_update_out: where the result goes (x's shape and layout); nullptr for
+  // causal_conv1d_update.
+  const DLTensor* out = nullptr;
 
   int64_t batch() const { return x->shape[0]; }
   int64_t dim() const { return x->shape[1]; }
@@ -215,8 +221,12 @@ inline void require_arity(const dk_call& call, size_t tensors, size_t scalars, c
     throw Failure(DK_ERR_INVALID_ARGUMENT, std::string(op) + ": malformed call (argument count)");
 }
 
-inline VarlenArgs unpack_varlen(const dk_call& call) {
-  require_arity(call, DK_VARLEN_N_TENSORS, DK_VARLEN_N_SCALARS, DK_OP_CAUSAL_CONV1D_VARLEN);
+// out_variant: the call is causal_conv1d_varlen_out's (one more tensor, `out`).
+inline VarlenArgs unpack_varlen(const dk_call& call, bool out_variant = false) {
+  if (out_variant)
+    require_arity(call, DK_VARLEN_OUT_N_TENSORS, DK_VARLEN_N_SCALARS, DK_OP_CAUSAL_CONV1D_VARLEN_OUT);
+  else
+    require_arity(call, DK_VARLEN_N_TENSORS, DK_VARLEN_N_SCALARS, DK_OP_CAUSAL_CONV1D_VARLEN);
   const auto* t = call.tensors;
   const dk_scalar activation = scalar_at(call, DK_VARLEN_ACTIVATION);
   const dk_scalar max_seq_len = scalar_at(call, DK_VARLEN_MAX_SEQ_LEN);
@@ -232,11 +242,16 @@ inline VarlenArgs unpack_varlen(const dk_call& call) {
                std::nullopt,
                call.stream};
   if (max_seq_len.kind == DK_SCALAR_INT) a.max_seq_len = max_seq_len.i;
+  if (out_variant) a.out = t[DK_VARLEN_OUT];
   return a;
 }
 
-inline UpdateArgs unpack_update(const dk_call& call) {
-  require_arity(call, DK_UPDATE_N_TENSORS, DK_UPDATE_N_SCALARS, DK_OP_CAUSAL_CONV1D_UPDATE);
+// out_variant: the call is causal_conv1d_update_out's (one more tensor, `out`).
+inline UpdateArgs unpack_update(const dk_call& call, bool out_variant = false) {
+  if (out_variant)
+    require_arity(call, DK_UPDATE_OUT_N_TENSORS, DK_UPDATE_N_SCALARS, DK_OP_CAUSAL_CONV1D_UPDATE_OUT);
+  else
+    require_arity(call, DK_UPDATE_N_TENSORS, DK_UPDATE_N_SCALARS, DK_OP_CAUSAL_CONV1D_UPDATE);
   const auto* t = call.tensors;
   return UpdateArgs{t[DK_UPDATE_X],
                     t[DK_UPDATE_CONV_STATE],
@@ -246,7 +261,8 @@ inline UpdateArgs unpack_update(const dk_call& call) {
                     t[DK_UPDATE_CACHE_SEQLENS],
                     parse_activation(scalar_at(call, DK_UPDATE_ACTIVATION)),
                     scalar_at(call, DK_UPDATE_PAD_SLOT_ID).i,
-                    call.stream};
+                    call.stream,
+                    out_variant ? t[DK_UPDATE_OUT] : nullptr};
 }
 
 // ---- results
