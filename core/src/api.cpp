@@ -13,6 +13,14 @@ Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
   return Runtime::global().causal_conv1d_update(args);
 }
 
+void causal_conv1d_varlen_out(const CausalConv1dVarlenArgs& args, const DLTensor& out) {
+  Runtime::global().causal_conv1d_varlen_out(args, out);
+}
+
+void causal_conv1d_update_out(const CausalConv1dUpdateArgs& args, const DLTensor& out) {
+  Runtime::global().causal_conv1d_update_out(args, out);
+}
+
 void check_errors(DLDevice device, void* stream) { Runtime::global().check_errors(device, stream); }
 
 std::vector<FallbackCount> fallback_counts() { return Runtime::global().fallback_counts(); }

@@ -1,4 +1,4 @@
-// The two ops, end to end: check the arguments, find the cached decision, pack a dk_call in
+// The ops, end to end: check the arguments, find the cached decision, pack a dk_call in
 // schema order, run the chosen backend. On a cached decision this path allocates nothing,
 // formats nothing and logs nothing; everything that does lives behind [[unlikely]] branches.
 #include "plugin_exception.hpp"
@@ -55,7 +55,7 @@ std::optional<DLDataType> dtype_of(const DLTensor* t) {
 }  // namespace
 
 DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend,
-                                RuntimeAllocator* allocator) {
+                                RuntimeAllocator* allocator, bool returns_tensor) {
   char message[1024];
   message[0] = '\0';
   DLManagedTensor* result = nullptr;
@@ -71,20 +71,29 @@ DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& 
     delete_result(result);
     run_failed(op, backend, status, message);
   }
-  if (result == nullptr) [[unlikely]]
-    run_failed(op, backend, DK_ERR_INTERNAL, "returned no result");
+  if ((result == nullptr) == returns_tensor) [[unlikely]] {
+    delete_result(result);
+    run_failed(op, backend, DK_ERR_INTERNAL,
+               returns_tensor ? "returned no result" : "returned a tensor from an op that returns nothing");
+  }
   return result;
 }
 
 DLManagedTensor* BoundOp::run(const dk_call& call) const {
   if (op == nullptr) throw Error(ErrorCode::invalid_argument, "BoundOp::run: no op bound");
-  return detail::run_op(*op, plugin, call, nullptr, allocator);
+  // An out-variant's call has one tensor more than its op's and returns nothing.
+  const std::optional<detail::OpId> id = detail::op_from_name(op->name);
+  return detail::run_op(*op, plugin, call, nullptr, allocator, !id || !detail::is_out_variant(*id));
 }
 
-Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
-  const detail::VarlenGeometry geometry = detail::check_varlen_arguments(args);
+// Both forms of each op: the op (out null) returns the backend's result; the out-variant
+// (out set: one more tensor, -> ()) writes into out and returns nothing.
+DLManagedTensor* Runtime::Impl::varlen(const CausalConv1dVarlenArgs& args, const DLTensor* out) {
+  const detail::VarlenGeometry geometry = detail::check_varlen_arguments(args, out);
+  const detail::OpId op =
+      out != nullptr ? detail::OpId::causal_conv1d_varlen_out : detail::OpId::causal_conv1d_varlen;
 
-  const DLTensor* tensors[DK_VARLEN_N_TENSORS];
+  const DLTensor* tensors[DK_VARLEN_OUT_N_TENSORS];
   tensors[DK_VARLEN_X] = args.x;
   tensors[DK_VARLEN_WEIGHT] = args.weight;
   tensors[DK_VARLEN_BIAS] = args.bias;
@@ -92,14 +101,20 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
   tensors[DK_VARLEN_QUERY_START_LOC] = args.query_start_loc;
   tensors[DK_VARLEN_CACHE_INDICES] = args.cache_indices;
   tensors[DK_VARLEN_HAS_INITIAL_STATE] = args.has_initial_state;
+  tensors[DK_VARLEN_OUT] = out;
   dk_scalar scalars[DK_VARLEN_N_SCALARS];
   scalars[DK_VARLEN_ACTIVATION] = string_scalar(activation_name(args.activation));
   scalars[DK_VARLEN_PAD_SLOT_ID] = int_scalar(args.pad_slot_id);
   scalars[DK_VARLEN_MAX_SEQ_LEN] = args.max_seq_len ? int_scalar(*args.max_seq_len) : none_scalar();
-  const dk_call call{sizeof(dk_call),     args.stream, DK_VARLEN_N_TENSORS, tensors,
-                     DK_VARLEN_N_SCALARS, scalars,     sizeof(dk_scalar)};
+  const dk_call call{sizeof(dk_call),
+                     args.stream,
+                     out != nullptr ? size_t{DK_VARLEN_OUT_N_TENSORS} : size_t{DK_VARLEN_N_TENSORS},
+                     tensors,
+                     DK_VARLEN_N_SCALARS,
+                     scalars,
+                     sizeof(dk_scalar)};
 
-  const detail::SignatureFields signature{detail::OpId::causal_conv1d_varlen,
+  const detail::SignatureFields signature{op,
                                           args.x->device,
                                           args.x->dtype,
                                           args.weight->dtype,
@@ -110,29 +125,37 @@ Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
                                           args.max_seq_len.has_value()};
   const detail::CallDims dims{geometry.dim,   geometry.tokens,    geometry.batch,
                               geometry.width, geometry.state_len, geometry.lines};
-  const detail::Served served = impl_->serve(signature, call, dims);
-  if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_varlen))) [[unlikely]]
+  const detail::Served served = serve(signature, call, dims);
+  if (args.validate.value_or(config.validate_for(op))) [[unlikely]]
     detail::check_varlen_contents(args, geometry);
-  return Tensor(detail::run_op(*served.op, served.instance, call, served.backend, &impl_->allocator));
+  return detail::run_op(*served.op, served.instance, call, served.backend, &allocator, out == nullptr);
 }
 
-Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
-  const detail::UpdateGeometry geometry = detail::check_update_arguments(args);
+DLManagedTensor* Runtime::Impl::update(const CausalConv1dUpdateArgs& args, const DLTensor* out) {
+  const detail::UpdateGeometry geometry = detail::check_update_arguments(args, out);
+  const detail::OpId op =
+      out != nullptr ? detail::OpId::causal_conv1d_update_out : detail::OpId::causal_conv1d_update;
 
-  const DLTensor* tensors[DK_UPDATE_N_TENSORS];
+  const DLTensor* tensors[DK_UPDATE_OUT_N_TENSORS];
   tensors[DK_UPDATE_X] = args.x;
   tensors[DK_UPDATE_CONV_STATE] = args.conv_state;
   tensors[DK_UPDATE_WEIGHT] = args.weight;
   tensors[DK_UPDATE_BIAS] = args.bias;
   tensors[DK_UPDATE_CONV_STATE_INDICES] = args.conv_state_indices;
   tensors[DK_UPDATE_CACHE_SEQLENS] = args.cache_seqlens;
+  tensors[DK_UPDATE_OUT] = out;
   dk_scalar scalars[DK_UPDATE_N_SCALARS];
   scalars[DK_UPDATE_ACTIVATION] = string_scalar(activation_name(args.activation));
   scalars[DK_UPDATE_PAD_SLOT_ID] = int_scalar(args.pad_slot_id);
-  const dk_call call{sizeof(dk_call),     args.stream, DK_UPDATE_N_TENSORS, tensors,
-                     DK_UPDATE_N_SCALARS, scalars,     sizeof(dk_scalar)};
+  const dk_call call{sizeof(dk_call),
+                     args.stream,
+                     out != nullptr ? size_t{DK_UPDATE_OUT_N_TENSORS} : size_t{DK_UPDATE_N_TENSORS},
+                     tensors,
+                     DK_UPDATE_N_SCALARS,
+                     scalars,
+                     sizeof(dk_scalar)};
 
-  const detail::SignatureFields signature{detail::OpId::causal_conv1d_update,
+  const detail::SignatureFields signature{op,
                                           args.x->device,
                                           args.x->dtype,
                                           args.weight->dtype,
@@ -143,10 +166,26 @@ Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
                                           true};
   const detail::CallDims dims{geometry.batch, geometry.dim,       geometry.tokens,
                               geometry.width, geometry.state_len, geometry.lines};
-  const detail::Served served = impl_->serve(signature, call, dims);
-  if (args.validate.value_or(impl_->config.validate_for(detail::OpId::causal_conv1d_update))) [[unlikely]]
+  const detail::Served served = serve(signature, call, dims);
+  if (args.validate.value_or(config.validate_for(op))) [[unlikely]]
     detail::check_update_contents(args, geometry);
-  return Tensor(detail::run_op(*served.op, served.instance, call, served.backend, &impl_->allocator));
+  return detail::run_op(*served.op, served.instance, call, served.backend, &allocator, out == nullptr);
+}
+
+Tensor Runtime::causal_conv1d_varlen(const CausalConv1dVarlenArgs& args) {
+  return Tensor(impl_->varlen(args, nullptr));
+}
+
+Tensor Runtime::causal_conv1d_update(const CausalConv1dUpdateArgs& args) {
+  return Tensor(impl_->update(args, nullptr));
+}
+
+void Runtime::causal_conv1d_varlen_out(const CausalConv1dVarlenArgs& args, const DLTensor& out) {
+  impl_->varlen(args, &out);
+}
+
+void Runtime::causal_conv1d_update_out(const CausalConv1dUpdateArgs& args, const DLTensor& out) {
+  impl_->update(args, &out);
 }
 
 }  // namespace deltakern

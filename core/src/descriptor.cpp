@@ -124,6 +124,15 @@ OpInfo read_op(const dk_op& op, size_t index, std::string_view name) {
     MutationContract contract = mutation_contract(declared);
     info.mutated = std::move(contract.written);
     info.returns_alias_of = std::move(contract.returns_alias_of);
+    info.returns_tensor = !declared.returns.empty();
+    if (is_out_variant(*op_from_name(name))) {
+      // An out-variant's whole point: the result lands in out and x stays as it was.
+      const auto writes = [&](std::string_view argument) {
+        return std::find(info.mutated.begin(), info.mutated.end(), argument) != info.mutated.end();
+      };
+      if (!writes("out")) reject(old("an out-variant must annotate out as written (Tensor(a!) out)"));
+      if (writes("x")) reject(old("an out-variant must not write x (x is annotated as written)"));
+    }
   } catch (const SchemaError& e) {
     reject(old(fmt::format("invalid schema: {}", e.what())));
   }

@@ -33,7 +33,7 @@ struct Descriptor {
   decltype(dk_plugin::check_errors) check_errors = nullptr;  // null when absent or too old a minor
   // By OpId, with `name` pointing at the core's own op name and no schema or caps.
   std::array<dk_op, kOpCount> op_entries{};
-  std::array<int, kOpCount> op_info{-1, -1};  // index into the PluginInfo's ops; -1: not declared
+  std::array<int, kOpCount> op_info = kNoOpInfo;  // index into the PluginInfo's ops; -1: not declared
 
   // Null where the plugin lacks the op; valid as long as this Descriptor is where it is.
   const dk_op* op(size_t slot) const { return op_info[slot] >= 0 ? &op_entries[slot] : nullptr; }

@@ -30,7 +30,7 @@ struct Backend {
   std::string name;
   size_t info_index = 0;                                     // into Plugins::infos
   std::array<const dk_op*, kOpCount> ops{};                  // by OpId; null where the plugin lacks the op
-  std::array<int, kOpCount> op_info{-1, -1};                 // index into the PluginInfo's ops
+  std::array<int, kOpCount> op_info = kNoOpInfo;             // index into the PluginInfo's ops
   void* instance = nullptr;                                  // what init returned
   decltype(dk_plugin::check_errors) check_errors = nullptr;  // null when absent
   std::shared_ptr<const LoadedPlugin> loaded;

@@ -33,9 +33,14 @@ PlaceholderCall::PlaceholderCall(const SignatureFields& s) {
   };
   const bool channel_last = s.layout == Layout::channel_last;
 
-  if (s.op == OpId::causal_conv1d_varlen) {
+  const bool out_variant = is_out_variant(s.op);
+  if (base_of(s.op) == OpId::causal_conv1d_varlen) {
     add(DK_VARLEN_X, s.x, {kDim, kTokens});
     if (channel_last) strides_[0] = {1, kDim, 0};
+    if (out_variant) {
+      add(DK_VARLEN_OUT, s.x, {kDim, kTokens});
+      if (channel_last) strides_[next - 1] = {1, kDim, 0};
+    }
     add(DK_VARLEN_WEIGHT, s.weight, {kDim, width});
     if (s.bias) add(DK_VARLEN_BIAS, *s.bias, {kDim});
     add(DK_VARLEN_CONV_STATES, s.state, {1, kDim, state_len});
@@ -44,8 +49,13 @@ PlaceholderCall::PlaceholderCall(const SignatureFields& s) {
     scalars_[DK_VARLEN_PAD_SLOT_ID] = {DK_SCALAR_INT, -1, 0.0, nullptr};
     scalars_[DK_VARLEN_MAX_SEQ_LEN] = s.max_seq_len_given ? dk_scalar{DK_SCALAR_INT, kTokens, 0.0, nullptr}
                                                           : dk_scalar{DK_SCALAR_NONE, 0, 0.0, nullptr};
-    call_ = {sizeof(dk_call),     nullptr,         DK_VARLEN_N_TENSORS, arguments_.data(),
-             DK_VARLEN_N_SCALARS, scalars_.data(), sizeof(dk_scalar)};
+    call_ = {sizeof(dk_call),
+             nullptr,
+             out_variant ? size_t{DK_VARLEN_OUT_N_TENSORS} : size_t{DK_VARLEN_N_TENSORS},
+             arguments_.data(),
+             DK_VARLEN_N_SCALARS,
+             scalars_.data(),
+             sizeof(dk_scalar)};
   } else {
     if (channel_last) {
       add(DK_UPDATE_X, s.x, {1, kDim, 2});
@@ -53,13 +63,25 @@ PlaceholderCall::PlaceholderCall(const SignatureFields& s) {
     } else {
       add(DK_UPDATE_X, s.x, {1, kDim});
     }
+    if (out_variant) {
+      const DLTensor& x = tensors_[next - 1];
+      DLTensor& out = add(DK_UPDATE_OUT, s.x, {1, kDim});
+      out.ndim = x.ndim;
+      shapes_[next - 1] = shapes_[next - 2];
+      strides_[next - 1] = strides_[next - 2];
+    }
     add(DK_UPDATE_CONV_STATE, s.state, {1, kDim, state_len});
     add(DK_UPDATE_WEIGHT, s.weight, {kDim, width});
     if (s.bias) add(DK_UPDATE_BIAS, *s.bias, {kDim});
     scalars_[DK_UPDATE_ACTIVATION] = {DK_SCALAR_STRING, 0, 0.0, "none"};
     scalars_[DK_UPDATE_PAD_SLOT_ID] = {DK_SCALAR_INT, -1, 0.0, nullptr};
-    call_ = {sizeof(dk_call),     nullptr,         DK_UPDATE_N_TENSORS, arguments_.data(),
-             DK_UPDATE_N_SCALARS, scalars_.data(), sizeof(dk_scalar)};
+    call_ = {sizeof(dk_call),
+             nullptr,
+             out_variant ? size_t{DK_UPDATE_OUT_N_TENSORS} : size_t{DK_UPDATE_N_TENSORS},
+             arguments_.data(),
+             DK_UPDATE_N_SCALARS,
+             scalars_.data(),
+             sizeof(dk_scalar)};
   }
 }
 

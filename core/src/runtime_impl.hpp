@@ -48,6 +48,10 @@ struct Runtime::Impl {
   detail::Served serve_one(const detail::SignatureFields& signature, const dk_call& call,
                            const detail::CallDims& dims, const detail::CachedDecision& decision);
 
+  // The ops end to end (calls.cpp): out null for the op, set for its out-variant.
+  DLManagedTensor* varlen(const CausalConv1dVarlenArgs& args, const DLTensor* out);
+  DLManagedTensor* update(const CausalConv1dUpdateArgs& args, const DLTensor* out);
+
   RuntimeOptions options;
   detail::Config config;
   std::optional<detail::ForcedBackend> forced;
@@ -66,9 +70,10 @@ RuntimeAllocator& global_allocator();
 
 // Calls a backend's op with `allocator` serving its allocations (none: the default one),
 // turning a failure status into Error naming the backend (when known), the op and the
-// plugin's message.
+// plugin's message. returns_tensor: the op returns a tensor (false: an out-variant, -> ()),
+// and a backend that answers otherwise fails the call.
 DLManagedTensor* run_op(const dk_op& op, void* instance, const dk_call& call, const char* backend,
-                        RuntimeAllocator* allocator);
+                        RuntimeAllocator* allocator, bool returns_tensor);
 
 }  // namespace detail
 }  // namespace deltakern

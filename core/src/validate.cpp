@@ -234,7 +234,7 @@ class Checker {
   // The (channel, time) pair of x: time-contiguous, or channel-last as a slice of a fused
   // projection is; the rule, degenerate extents included, is the SDK's plugin::layout_of, which
   // the plugins use too.
-  [[gnu::always_inline]] Layout layout(const View& x, int channel_dim) const {
+  [[gnu::always_inline]] Layout layout(const View& x, int channel_dim, const char* name = "x") const {
     const int time_dim = channel_dim + 1;
     const int64_t dim = x.shape[channel_dim];
     switch (plugin::layout_of(dim, x.shape[time_dim], x.stride[channel_dim], x.stride[time_dim])) {
@@ -243,13 +243,13 @@ class Checker {
       case DK_LAYOUT_CHANNEL_LAST:
         return Layout::channel_last;
       default:
-        bad_layout(*x.t, channel_dim, dim);
+        bad_layout(name, *x.t, channel_dim, dim);
     }
   }
 
-  [[noreturn, gnu::cold, gnu::noinline]] void bad_layout(const DLTensor& x, int channel_dim,
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_layout(const char* name, const DLTensor& x, int channel_dim,
                                                          int64_t dim) const {
-    reject("x",
+    reject(name,
            "expected time-contiguous (stride({}) == 1) or channel-last (stride({}) == 1, stride({}) >= D={}) "
            "layout, "
            "got strides {}",
@@ -315,6 +315,40 @@ class Checker {
     reject(states_name, "expected memory apart from x, got overlapping byte ranges");
   }
 
+  // An out-variant's out: x's shape, dtype, device and layout, its elements distinct; its own
+  // strides and alignment otherwise.
+  [[gnu::always_inline]] View out(const DLTensor* o, const View& x, int channel_dim, Layout x_layout) const {
+    if (o == nullptr) [[unlikely]]
+      reject("out", "expected a tensor, got none");
+    if (o->ndim != x.t->ndim) [[unlikely]]
+      reject("out", "expected {} dimensions (x's shape {}), got {}", x.t->ndim, shape_text(*x.t), o->ndim);
+    const View v = o->ndim == 3 ? read<3>("out", *o) : read<2>("out", *o);
+    for (int d = 0; d < o->ndim; ++d)
+      if (v.shape[d] != x.shape[d]) [[unlikely]]
+        reject("out", "expected x's shape {}, got {}", shape_text(*x.t), shape_text(*o));
+    on_device_of_x("out", *o, *x.t);
+    if (!same_dtype(o->dtype, x.t->dtype)) [[unlikely]]
+      reject("out", "expected dtype {} (x's), got {}", dtype_name(x.t->dtype), dtype_name(o->dtype));
+    const Layout layout = o->ndim == channel_dim + 2 ? this->layout(v, channel_dim, "out") : x_layout;
+    if (layout != x_layout) [[unlikely]]
+      reject("out", "expected x's layout ({}), got {} (strides {})", to_string(x_layout), to_string(layout),
+             strides_text(*o));
+    no_self_overlap("out", v);
+    return v;
+  }
+
+  // out is written while every other argument is read or written: it may share memory with none.
+  template <size_t N>
+  [[gnu::always_inline]] void out_apart(const std::pair<const char*, const View*> (&others)[N],
+                                        const View& out) const {
+    bool shared = false;
+    for (const auto& entry : others) shared |= touches(entry.second->range, out.range);
+    if (shared) [[unlikely]]
+      for (const auto& [name, v] : others)
+        if (touches(v->range, out.range))
+          reject("out", "expected memory apart from {}, got overlapping byte ranges", name);
+  }
+
   void activation(Activation a) const {
     if (a != Activation::none && a != Activation::silu) [[unlikely]]
       reject("activation", "expected none or silu, got {}", static_cast<int>(a));
@@ -327,6 +361,11 @@ class Checker {
 
   const char* op_;
 };
+
+// The op a message names: the out-variant when there is an out.
+const char* out_variant_named(const DLTensor* out, const char* op, const char* out_op) {
+  return out != nullptr ? out_op : op;
+}
 
 void check_cache_indices(const Checker& check, const char* name, std::span<const int32_t> indices,
                          int64_t lines, int64_t pad) {
@@ -348,8 +387,8 @@ void check_cache_indices(const Checker& check, const char* name, std::span<const
 
 }  // namespace
 
-VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& a) {
-  const Checker check(DK_OP_CAUSAL_CONV1D_VARLEN);
+VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& a, const DLTensor* out) {
+  const Checker check(out_variant_named(out, DK_OP_CAUSAL_CONV1D_VARLEN, DK_OP_CAUSAL_CONV1D_VARLEN_OUT));
   const View x = check.tensor<2>("x", a.x, "(D, T)");
   check.float_x(*a.x);
   VarlenGeometry g{};
@@ -387,6 +426,13 @@ VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& a) {
                                                            {"cache_indices", &indices},
                                                            {"has_initial_state", &initial}};
   check.apart(read_only, x, "conv_states", states);
+  if (out != nullptr) {
+    const View o = check.out(out, x, 0, g.layout);
+    const std::pair<const char*, const View*> others[] = {
+        {"x", &x},   {"conv_states", &states}, read_only[0], read_only[1], read_only[2], read_only[3],
+        read_only[4]};
+    check.out_apart(others, o);
+  }
 
   check.activation(a.activation);
   check.pad_slot_id(a.pad_slot_id);
@@ -395,8 +441,8 @@ VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& a) {
   return g;
 }
 
-UpdateGeometry check_update_arguments(const CausalConv1dUpdateArgs& a) {
-  const Checker check(DK_OP_CAUSAL_CONV1D_UPDATE);
+UpdateGeometry check_update_arguments(const CausalConv1dUpdateArgs& a, const DLTensor* out) {
+  const Checker check(out_variant_named(out, DK_OP_CAUSAL_CONV1D_UPDATE, DK_OP_CAUSAL_CONV1D_UPDATE_OUT));
   if (a.x == nullptr) [[unlikely]]
     check.reject("x", "expected a tensor, got none");
   if (a.x->ndim != 2 && a.x->ndim != 3) [[unlikely]]
@@ -431,6 +477,12 @@ UpdateGeometry check_update_arguments(const CausalConv1dUpdateArgs& a) {
   const std::pair<const char*, const View*> read_only[] = {
       {"weight", &weight}, {"bias", &bias}, {"conv_state_indices", &indices}, {"cache_seqlens", &seqlens}};
   check.apart(read_only, x, "conv_state", state);
+  if (out != nullptr) {
+    const View o = check.out(out, x, 1, g.layout);
+    const std::pair<const char*, const View*> others[] = {{"x", &x},    {"conv_state", &state}, read_only[0],
+                                                          read_only[1], read_only[2],           read_only[3]};
+    check.out_apart(others, o);
+  }
 
   check.activation(a.activation);
   check.pad_slot_id(a.pad_slot_id);

@@ -21,8 +21,9 @@ struct UpdateGeometry {
   Layout layout;
 };
 
-VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& args);
-UpdateGeometry check_update_arguments(const CausalConv1dUpdateArgs& args);
+// out: the out-variant's out (checked too); nullptr for the op itself.
+VarlenGeometry check_varlen_arguments(const CausalConv1dVarlenArgs& args, const DLTensor* out = nullptr);
+UpdateGeometry check_update_arguments(const CausalConv1dUpdateArgs& args, const DLTensor* out = nullptr);
 
 // query_start_loc offsets, cache index ranges and uniqueness, has_initial_state values,
 // max_seq_len against the longest sequence. One counted sync.

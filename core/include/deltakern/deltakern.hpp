@@ -4,11 +4,11 @@
 // call and, on CUDA, until the stream has run it) and come out as an owning
 // deltakern::Tensor, which releases to a DLManagedTensor for a Python binding.
 //
-// THE RETURNED TENSOR IS THE RESULT. Which backend serves a call depends on the install
-// and the configuration, and the backends keep different contracts: `native` convolves x
-// in place and returns a view of x; `portable` leaves x untouched and returns a fresh
-// tensor. Always use the returned tensor, and never rely on x afterwards, whether it
-// changed or not. Both update the conv state pool in place.
+// THE RETURNED TENSOR IS THE RESULT (or, for the *_out variants, the caller's out). Which backend serves a
+// call depends on the install and the configuration, and the backends keep different contracts: `native`
+// convolves x in place and returns a view of x; `portable` leaves x untouched and returns a fresh tensor.
+// Always use the returned tensor, and never rely on x afterwards, whether it changed or not. Both update the
+// conv state pool in place.
 //
 // Errors throw deltakern::Error. A rejected call has written nothing.
 #pragma once
@@ -111,9 +111,18 @@ struct CausalConv1dUpdateArgs {
   void* stream = nullptr;
 };
 
-// Both ops go through Runtime::global() (see runtime.hpp for explicit runtimes).
+// The ops go through Runtime::global() (see runtime.hpp for explicit runtimes).
 [[nodiscard]] Tensor causal_conv1d_varlen(const CausalConv1dVarlenArgs& args);
 [[nodiscard]] Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args);
+
+// The out-variants: the result is written into the caller's `out` and nothing is allocated
+// for it; x is left untouched on every backend, and the conv states update as above. `out`
+// has x's shape, dtype, device and layout (time-contiguous or channel-last, any strides
+// within it) and shares memory with no other argument. Out's tokens (update: rows) of a
+// skipped sequence (pad_slot_id, or an out-of-range index) are unspecified afterwards; its
+// elements outside the view (a padded row pitch) are never written.
+void causal_conv1d_varlen_out(const CausalConv1dVarlenArgs& args, const DLTensor& out);
+void causal_conv1d_update_out(const CausalConv1dUpdateArgs& args, const DLTensor& out);
 
 // Calls served by a backend other than the op's configured first choice (the first name of
 // its preference list) since the runtime was built or its counts were last reset. One entry

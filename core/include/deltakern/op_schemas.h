@@ -44,12 +44,13 @@ enum {
  * lines: conv_states' first extent (cache lines). */
 #define DK_DIMS_CAUSAL_CONV1D_VARLEN "dim", "tokens", "batch", "width", "state_len", "lines"
 
-/* ---- causal_conv1d_varlen_out (1.1): causal_conv1d_varlen into out, x untouched. The tokens
- * of a skipped sequence (pad_slot_id or out of range) are left in out as they were. Tensor
- * and scalar positions are causal_conv1d_varlen's, with out after the tensors. */
+/* ---- causal_conv1d_varlen_out (1.1): causal_conv1d_varlen into out, x untouched. Out's
+ * tokens of a skipped sequence (pad_slot_id or out of range) are unspecified afterwards (left,
+ * zeroed or overwritten: engines discard them); out's elements outside its view are never
+ * written. Positions are causal_conv1d_varlen's, with out after the tensors. */
 #define DK_OP_CAUSAL_CONV1D_VARLEN_OUT "causal_conv1d_varlen_out"
-#define DK_SCHEMA_CAUSAL_CONV1D_VARLEN_OUT                                                \
-  "causal_conv1d_varlen_out(Tensor x, Tensor weight, Tensor? bias, Tensor conv_states, "  \
+#define DK_SCHEMA_CAUSAL_CONV1D_VARLEN_OUT                                                 \
+  "causal_conv1d_varlen_out(Tensor x, Tensor weight, Tensor? bias, Tensor conv_states, "   \
   "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, Tensor out, " \
   "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> ()"
 enum {
@@ -78,12 +79,12 @@ enum { DK_UPDATE_ACTIVATION = 0, DK_UPDATE_PAD_SLOT_ID = 1, DK_UPDATE_N_SCALARS 
  * state_len: S; lines: conv_state's first extent. */
 #define DK_DIMS_CAUSAL_CONV1D_UPDATE "batch", "dim", "tokens_per_update", "width", "state_len", "lines"
 
-/* ---- causal_conv1d_update_out (1.1): causal_conv1d_update into out, x untouched; skipped rows
- * of out are left as they were. Positions are causal_conv1d_update's, with out after the
- * tensors. */
+/* ---- causal_conv1d_update_out (1.1): causal_conv1d_update into out, x untouched; out's rows of
+ * a skipped sequence are unspecified afterwards. Positions are causal_conv1d_update's, with out
+ * after the tensors. */
 #define DK_OP_CAUSAL_CONV1D_UPDATE_OUT "causal_conv1d_update_out"
-#define DK_SCHEMA_CAUSAL_CONV1D_UPDATE_OUT                                               \
-  "causal_conv1d_update_out(Tensor x, Tensor conv_state, Tensor weight, Tensor? bias, "  \
+#define DK_SCHEMA_CAUSAL_CONV1D_UPDATE_OUT                                                   \
+  "causal_conv1d_update_out(Tensor x, Tensor conv_state, Tensor weight, Tensor? bias, "      \
   "Tensor? conv_state_indices, Tensor? cache_seqlens, Tensor out, str activation=\"none\", " \
   "int pad_slot_id=-1) -> ()"
 enum {

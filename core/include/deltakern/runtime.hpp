@@ -59,6 +59,7 @@ struct OpInfo {
   // The mutation contract read off the schema.
   std::vector<std::string> mutated;             // arguments annotated (x!)
   std::optional<std::string> returns_alias_of;  // "x" for -> Tensor(a) with Tensor(a!) x
+  bool returns_tensor = true;                   // false: -> () (an out-variant writes into out)
 };
 
 struct PluginInfo {
@@ -162,6 +163,8 @@ class Runtime {
 
   [[nodiscard]] Tensor causal_conv1d_varlen(const CausalConv1dVarlenArgs& args);
   [[nodiscard]] Tensor causal_conv1d_update(const CausalConv1dUpdateArgs& args);
+  void causal_conv1d_varlen_out(const CausalConv1dVarlenArgs& args, const DLTensor& out);
+  void causal_conv1d_update_out(const CausalConv1dUpdateArgs& args, const DLTensor& out);
   void check_errors(DLDevice device, void* stream);
 
   const std::vector<PluginInfo>& plugins() const;
