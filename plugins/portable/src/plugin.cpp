@@ -1,7 +1,8 @@
 // The portable backend: the plugin descriptor, its two ops and their contracts.
 //
-// Contract: x is never written; every call returns a fresh tensor allocated through the
-// core's allocator, and updates the conv state pool in place. The kernels tile tokens as well
+// Contract: x is never written; every call of an op returns a fresh tensor allocated through
+// the core's allocator (its out-variant writes into the caller's out instead, any strides within
+// x's layout), and updates the conv state pool in place. The kernels tile tokens as well
 // as channels (a tile reads W-1 tokens before it as halo), so they need a fresh output, and
 // they size their launch grid with max_seq_len: given by the host, nothing is read back;
 // omitted, it is derived with exactly one counted read_to_host.
@@ -42,6 +43,15 @@ constexpr char kUpdateSchema[] =
     "causal_conv1d_update(Tensor x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, "
     "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "
     "int pad_slot_id=-1) -> Tensor";
+
+constexpr char kVarlenOutSchema[] =
+    "causal_conv1d_varlen_out(Tensor x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, "
+    "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, Tensor(a!) out, "
+    "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> ()";
+constexpr char kUpdateOutSchema[] =
+    "causal_conv1d_update_out(Tensor x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, "
+    "Tensor? conv_state_indices, Tensor? cache_seqlens, Tensor(a!) out, str activation=\"none\", "
+    "int pad_slot_id=-1) -> ()";
 
 constexpr DLDataType kDtypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
 constexpr uint32_t kLayouts = DK_LAYOUT_TIME_CONTIGUOUS | DK_LAYOUT_CHANNEL_LAST;
@@ -105,41 +115,62 @@ DLManagedTensor* cuda_update(PortablePlugin& p, const plugin::UpdateArgs& args) 
 }
 #endif
 
+// OutVariant: the call is the op's out-variant: the kernels write into args.out, nothing returned.
+template <bool OutVariant>
 int32_t varlen_run(void* p, const dk_call* call, DLManagedTensor** result, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
     PortablePlugin& plugin = self(p);
     if (result == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "causal_conv1d_varlen: no result pointer");
     *result = nullptr;
-    const plugin::VarlenArgs args = plugin::unpack_varlen(require_call(call));
+    const plugin::VarlenArgs args = plugin::unpack_varlen(require_call(call), OutVariant);
 #if defined(DELTAKERN_PORTABLE_CUDA)
     if (args.x->device.device_type == kDLCUDA) {
-      *result = cuda_varlen(plugin, args);
+      if constexpr (OutVariant)
+        cuda::causal_conv1d_varlen(args, *args.out, launch_max_seq_len(plugin.host, args));
+      else
+        *result = cuda_varlen(plugin, args);
       return;
     }
 #endif
-    *result = cpu::causal_conv1d_varlen(plugin.cpu_device(), args);
+    if constexpr (OutVariant)
+      cpu::causal_conv1d_varlen_out(plugin.cpu_device(), args);
+    else
+      *result = cpu::causal_conv1d_varlen(plugin.cpu_device(), args);
   });
 }
 
+template <bool OutVariant>
 int32_t update_run(void* p, const dk_call* call, DLManagedTensor** result, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
     PortablePlugin& plugin = self(p);
     if (result == nullptr) throw Failure(DK_ERR_INVALID_ARGUMENT, "causal_conv1d_update: no result pointer");
     *result = nullptr;
-    const plugin::UpdateArgs args = plugin::unpack_update(require_call(call));
+    const plugin::UpdateArgs args = plugin::unpack_update(require_call(call), OutVariant);
 #if defined(DELTAKERN_PORTABLE_CUDA)
     if (args.x->device.device_type == kDLCUDA) {
-      *result = cuda_update(plugin, args);
+      if constexpr (OutVariant)
+        cuda::causal_conv1d_update(args, *args.out);
+      else
+        *result = cuda_update(plugin, args);
       return;
     }
 #endif
-    *result = cpu::causal_conv1d_update(plugin.cpu_device(), args);
+    if constexpr (OutVariant)
+      cpu::causal_conv1d_update_out(plugin.cpu_device(), args);
+    else
+      *result = cpu::causal_conv1d_update(plugin.cpu_device(), args);
   });
 }
 
+// The out-variants run the same kernels on the same declarations: they write every output
+// element through out's own strides, so any out the core admits is theirs to fill.
 const dk_op kOps[] = {
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, nullptr, varlen_run},
-    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, nullptr, update_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, nullptr, varlen_run<false>},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, nullptr, update_run<false>},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN_OUT, kVarlenOutSchema, &kVarlenCaps, nullptr,
+     varlen_run<true>},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE_OUT, kUpdateOutSchema, &kUpdateCaps, nullptr,
+     update_run<true>},
 };
 
 // DELTAKERN_PORTABLE_THREADS caps the CPU threads (benchmarks, a machine shared with other

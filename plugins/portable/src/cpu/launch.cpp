@@ -98,13 +98,12 @@ constexpr int64_t kChannelLastPrefetch = 2;
 
 int act_index(plugin::Activation a) { return a == plugin::Activation::silu ? 1 : 0; }
 
-}  // namespace
-
-DLManagedTensor* causal_conv1d_varlen(const Device& device, const plugin::VarlenArgs& args) {
+// out: a fresh output or the caller's (any strides within x's layout, checked by the core).
+// fresh: every token must be written, those of no sequence included (with zeros); a caller's
+// out holds those only in a call that breaks query_start_loc's rules.
+void varlen_into(const Device& device, const plugin::VarlenArgs& args, const DLTensor& out,
+                 int64_t max_seq_len, bool fresh) {
   const XLayout layout = varlen_layout(args);
-  const int64_t max_seq_len = launch_max_seq_len(device.host, args);
-  ResultPtr result = allocate_varlen_output(device.host, *args.x, layout, args.stream);
-  const DLTensor& out = result->dl_tensor;
 
   VarlenPlan p;
   p.x = strided(args.x);
@@ -134,22 +133,19 @@ DLManagedTensor* causal_conv1d_varlen(const Device& device, const plugin::Varlen
   p.scratch_floats =
       (kScratchRowsPerWidth * p.width + kScratchRowsFixed) * ceil_div(p.channel_block, 16) * 16;
 
-  if (p.dim == 0) return result.release();
-  if (p.batch == 0) {  // no sequence: every token lies outside all of them
-    if (p.tokens > 0) std::memset(out.data, 0, static_cast<size_t>(p.dim * p.tokens) * (out.dtype.bits / 8));
-    return result.release();
+  if (p.dim == 0) return;
+  if (p.batch == 0) {  // no sequence: every token lies outside all of them (fresh: compact)
+    if (fresh && p.tokens > 0)
+      std::memset(out.data, 0, static_cast<size_t>(p.dim * p.tokens) * (out.dtype.bits / 8));
+    return;
   }
   const VarlenKernel kernel = device.kernels.varlen[static_cast<int>(p.x.type)][channel_last ? 1 : 0]
                                                    [p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = (p.tokens + p.batch * p.state_len) * p.dim;
   run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats);
-  return result.release();
 }
 
-DLManagedTensor* causal_conv1d_update(const Device& device, const plugin::UpdateArgs& args) {
-  ResultPtr result = allocate_update_output(device.host, *args.x, args.stream);
-  const DLTensor& out = result->dl_tensor;
-
+void update_into(const Device& device, const plugin::UpdateArgs& args, const DLTensor& out) {
   UpdatePlan p;
   p.x = strided(args.x);
   p.out = strided(&out);
@@ -172,13 +168,35 @@ DLManagedTensor* causal_conv1d_update(const Device& device, const plugin::Update
   p.channel_block = kUpdateChannels;
   p.n_channel_blocks = ceil_div(p.dim, p.channel_block);
   p.scratch_floats = (3 * p.width + 1) * ceil_div(p.channel_block, 16) * 16;
-  if (p.batch == 0 || p.dim == 0 || p.new_tokens == 0) return result.release();
+  if (p.batch == 0 || p.dim == 0 || p.new_tokens == 0) return;
 
   const UpdateKernel kernel =
       device.kernels.update[static_cast<int>(p.x.type)][p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = p.batch * p.dim * (p.new_tokens + p.state_len);
   run_grid(device, p, kernel, p.batch * p.n_channel_blocks, work, p.scratch_floats);
+}
+
+}  // namespace
+
+DLManagedTensor* causal_conv1d_varlen(const Device& device, const plugin::VarlenArgs& args) {
+  const int64_t max_seq_len = launch_max_seq_len(device.host, args);
+  ResultPtr result = allocate_varlen_output(device.host, *args.x, varlen_layout(args), args.stream);
+  varlen_into(device, args, result->dl_tensor, max_seq_len, true);
   return result.release();
+}
+
+void causal_conv1d_varlen_out(const Device& device, const plugin::VarlenArgs& args) {
+  varlen_into(device, args, *args.out, launch_max_seq_len(device.host, args), false);
+}
+
+DLManagedTensor* causal_conv1d_update(const Device& device, const plugin::UpdateArgs& args) {
+  ResultPtr result = allocate_update_output(device.host, *args.x, args.stream);
+  update_into(device, args, result->dl_tensor);
+  return result.release();
+}
+
+void causal_conv1d_update_out(const Device& device, const plugin::UpdateArgs& args) {
+  update_into(device, args, *args.out);
 }
 
 }  // namespace deltakern::portable::cpu

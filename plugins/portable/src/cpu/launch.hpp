@@ -20,7 +20,10 @@ struct Device {
   std::atomic<uint32_t>& error_word;  // dk_error_bits, read and cleared by check_errors
 };
 
+// A fresh output (the op), or the caller's args.out (the out-variant: nothing returned).
 DLManagedTensor* causal_conv1d_varlen(const Device& device, const plugin::VarlenArgs& args);
 DLManagedTensor* causal_conv1d_update(const Device& device, const plugin::UpdateArgs& args);
+void causal_conv1d_varlen_out(const Device& device, const plugin::VarlenArgs& args);
+void causal_conv1d_update_out(const Device& device, const plugin::UpdateArgs& args);
 
 }  // namespace deltakern::portable::cpu
