@@ -16,11 +16,33 @@ namespace deltakern::conformance {
 
 namespace {
 
+// An out-variant's call returns nothing: the case holds a view of its out as the call's result
+// (owning only its shape and strides), which every check then reads as it reads a result.
+Tensor view_of_out(const DLTensor& out) {
+  struct View {
+    DLManagedTensor managed{};
+    int64_t shape[3]{}, strides[3]{};
+  };
+  auto* v = new View;
+  v->managed.dl_tensor = out;
+  for (int d = 0; d < out.ndim; ++d) {
+    v->shape[d] = out.shape[d];
+    v->strides[d] = stride(out, d);
+  }
+  v->managed.dl_tensor.shape = v->shape;
+  v->managed.dl_tensor.strides = v->strides;
+  v->managed.manager_ctx = v;
+  v->managed.deleter = [](DLManagedTensor* self) { delete static_cast<View*>(self->manager_ctx); };
+  return Tensor(&v->managed);
+}
+
 struct VarlenOp {
   using Config = VarlenConfig;
   using Inputs = VarlenInputs;
   using Before = VarlenBefore;
-  static constexpr const char* name = DK_OP_CAUSAL_CONV1D_VARLEN;
+  static const char* name(const Config& c) {
+    return c.out_variant ? DK_OP_CAUSAL_CONV1D_VARLEN_OUT : DK_OP_CAUSAL_CONV1D_VARLEN;
+  }
   static constexpr const char* states_name = "conv_states";
   static constexpr bool has_max_seq_len = true;
   static Inputs make(DLDevice d, const Config& c, Random& r) { return make_varlen_inputs(d, c, r); }
@@ -28,7 +50,9 @@ struct VarlenOp {
   static Before before(Inputs& in, const Config& c) { return capture(in, c); }
   static Tensor call(Runtime& rt, const Inputs& in, const Config& c, std::optional<int64_t> max,
                      void* stream) {
-    return rt.causal_conv1d_varlen(varlen_args(in, c, max, stream));
+    if (!in.out) return rt.causal_conv1d_varlen(varlen_args(in, c, max, stream));
+    rt.causal_conv1d_varlen_out(varlen_args(in, c, max, stream), *in.out->dl());
+    return view_of_out(*in.out->dl());
   }
   static std::optional<int64_t> max_len(const Config& c) { return c.max_len(); }
   static std::string check(const OpInfo& info, Inputs& in, const Config& c, const Before& b,
@@ -42,14 +66,18 @@ struct UpdateOp {
   using Config = UpdateConfig;
   using Inputs = UpdateInputs;
   using Before = UpdateBefore;
-  static constexpr const char* name = DK_OP_CAUSAL_CONV1D_UPDATE;
+  static const char* name(const Config& c) {
+    return c.out_variant ? DK_OP_CAUSAL_CONV1D_UPDATE_OUT : DK_OP_CAUSAL_CONV1D_UPDATE;
+  }
   static constexpr const char* states_name = "conv_state";
   static constexpr bool has_max_seq_len = false;
   static Inputs make(DLDevice d, const Config& c, Random& r) { return make_update_inputs(d, c, r); }
   static void refill(Inputs& in, const Config& c, Random& r) { refill_update_inputs(in, c, r); }
   static Before before(Inputs& in, const Config& c) { return capture(in, c); }
   static Tensor call(Runtime& rt, const Inputs& in, const Config& c, std::optional<int64_t>, void* stream) {
-    return rt.causal_conv1d_update(update_args(in, c, stream));
+    if (!in.out) return rt.causal_conv1d_update(update_args(in, c, stream));
+    rt.causal_conv1d_update_out(update_args(in, c, stream), *in.out->dl());
+    return view_of_out(*in.out->dl());
   }
   static std::optional<int64_t> max_len(const Config&) { return std::nullopt; }
   static std::string check(const OpInfo& info, Inputs& in, const Config& c, const Before& b,
@@ -138,7 +166,8 @@ std::string host_and_derived(Runtime& rt, const Target& target, const OpInfo& in
   const auto max = Op::max_len(cfg);
   const auto args = in.args();
   const auto delay = std::chrono::milliseconds(cfg.late_write_ms);
-  const bool fresh = !returns_x(info);
+  // An out-variant's result is out, an argument: restored, poisoned and watched as the others are.
+  const bool fresh = info.returns_tensor && !returns_x(info);
   HeldResults held;
   if (cfg.flags_errors()) clear_device_errors(rt, target, stream);
   uint64_t made = 0, call_a = 0;
@@ -309,9 +338,9 @@ std::string gated(Runtime& rt, const Target& target, const OpInfo& info, typenam
 template <class Op>
 std::string run_call(Runtime& rt, const Target& target, const typename Op::Config& cfg, Mode mode,
                      std::string_view seed) {
-  const OpInfo& info = op_info(rt, target, Op::name);
+  const OpInfo& info = op_info(rt, target, Op::name(cfg));
   const OpInfo::Device* dev = device_caps(info, target.device.device_type);
-  if (dev == nullptr) return std::string("the backend declares no device of this type for ") + Op::name;
+  if (dev == nullptr) return std::string("the backend declares no device of this type for ") + Op::name(cfg);
   Random rng(seed);
   activate(target.device);
   const Stream stream(target.device);

@@ -141,8 +141,20 @@ UpdateConfig update_config(DType x, int64_t width, int64_t tokens, Layout layout
 
 std::string layout_name(Layout l) { return to_string(l); }
 
-Case varlen_case(std::string name, const VarlenConfig& cfg, Mode mode = Mode::host_and_derived) {
-  const std::string op = DK_OP_CAUSAL_CONV1D_VARLEN;
+bool is_varlen(const OpInfo& info) {
+  return info.name == DK_OP_CAUSAL_CONV1D_VARLEN || info.name == DK_OP_CAUSAL_CONV1D_VARLEN_OUT;
+}
+bool is_update(const OpInfo& info) {
+  return info.name == DK_OP_CAUSAL_CONV1D_UPDATE || info.name == DK_OP_CAUSAL_CONV1D_UPDATE_OUT;
+}
+bool is_out_variant(const OpInfo& info) {
+  return info.name == DK_OP_CAUSAL_CONV1D_VARLEN_OUT || info.name == DK_OP_CAUSAL_CONV1D_UPDATE_OUT;
+}
+
+// A case of `info`'s op: an out-variant's cases are its op's, with the result going into out.
+Case varlen_case(const OpInfo& info, std::string name, VarlenConfig cfg, Mode mode = Mode::host_and_derived) {
+  const std::string op = info.name;
+  cfg.out_variant = is_out_variant(info);
   const int64_t tokens = std::accumulate(cfg.lengths.begin(), cfg.lengths.end(), int64_t{0});
   return {op,
           name,
@@ -156,8 +168,9 @@ Case varlen_case(std::string name, const VarlenConfig& cfg, Mode mode = Mode::ho
            {"state_len", cfg.state_len}}};
 }
 
-Case update_case(std::string name, const UpdateConfig& cfg, Mode mode = Mode::host_and_derived) {
-  const std::string op = DK_OP_CAUSAL_CONV1D_UPDATE;
+Case update_case(const OpInfo& info, std::string name, UpdateConfig cfg, Mode mode = Mode::host_and_derived) {
+  const std::string op = info.name;
+  cfg.out_variant = is_out_variant(info);
   return {op,
           name,
           [cfg, mode, seed = op + "/" + name](Runtime& rt, const Target& t) {
@@ -203,7 +216,7 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
                                        layout_name(layout) + "/" + (bias ? "bias" : "nobias") + "/" +
                                        act_name(act) + "/" + (init ? "init" : "noinit");
               Random knobs(op + "/" + name + "#knobs");
-              out.push_back(varlen_case(name, varlen_config(x, w, layout, bias, act, init, knobs, o)));
+              out.push_back(varlen_case(info, name, varlen_config(x, w, layout, bias, act, init, knobs, o)));
             }
   if (dtypes.empty()) return;
   // Every sequence empty: T = 0, yet states of sequences without an initial state become zeros.
@@ -215,7 +228,7 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
     cfg.lengths = {0, 0, 0, 0};
     cfg.padded = {0, 1, 0, 0};
     cfg.identity_indices = false;
-    out.push_back(varlen_case(name, cfg));
+    out.push_back(varlen_case(info, name, cfg));
   }
   // The longest state the backend admits (at most 64): a declared limit is served up to its edge.
   for (DType x : dtypes) {
@@ -225,7 +238,7 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
     auto cfg = varlen_config(x, widths_of(info).back(), info.layouts.back(), true, reference::Act::silu, true,
                              knobs, o);
     cfg.state_len = std::max<int64_t>(edge, cfg.width - 1);
-    out.push_back(varlen_case(name, cfg));
+    out.push_back(varlen_case(info, name, cfg));
   }
   if (target.device.device_type != kDLCUDA) return;
   const OpInfo::Device* dev = device_caps(info, kDLCUDA);
@@ -237,7 +250,8 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
                                "/w" + std::to_string(w);
       Random knobs(op + "/" + name + "#knobs");
       out.push_back(varlen_case(
-          name, varlen_config(x, w, info.layouts.front(), true, reference::Act::silu, true, knobs, o), mode));
+          info, name, varlen_config(x, w, info.layouts.front(), true, reference::Act::silu, true, knobs, o),
+          mode));
     }
   }
 }
@@ -262,7 +276,7 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
                                        (circular ? "circular" : "shift");
               Random knobs(op + "/" + name + "#knobs");
               out.push_back(
-                  update_case(name, update_config(x, w, tq, layout, bias, act, circular, knobs, o)));
+                  update_case(info, name, update_config(x, w, tq, layout, bias, act, circular, knobs, o)));
             }
   // The edges of the declared limits (at most 64 each): the longest state, the most draft tokens.
   for (DType x : dtypes) {
@@ -273,7 +287,7 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
     auto cfg = update_config(x, widths_of(info).back(), tq_edge, info.layouts.back(), true,
                              reference::Act::silu, true, knobs, o);
     cfg.state_len = std::max<int64_t>(s_edge, cfg.width - 1);
-    out.push_back(update_case(name, cfg));
+    out.push_back(update_case(info, name, cfg));
   }
   if (target.device.device_type != kDLCUDA) return;
   const OpInfo::Device* dev = device_caps(info, kDLCUDA);
@@ -285,7 +299,8 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
                                "/w" + std::to_string(w);
       Random knobs(op + "/" + name + "#knobs");
       out.push_back(update_case(
-          name, update_config(x, w, 1, Layout::time_contiguous, true, reference::Act::silu, false, knobs, o),
+          info, name,
+          update_config(x, w, 1, Layout::time_contiguous, true, reference::Act::silu, false, knobs, o),
           mode));
     }
 }
@@ -339,7 +354,7 @@ void add_out_of_range_cases(std::vector<Case>& out, const OpInfo& info, const Ta
     Random knobs(info.name + "/" + name + "#knobs");
     const int64_t w = pick(widths, knobs);
     const Layout layout = pick(info.layouts, knobs);
-    if (info.name == DK_OP_CAUSAL_CONV1D_VARLEN) {
+    if (is_varlen(info)) {
       auto cfg = varlen_config(x, w, layout, true, reference::Act::silu, true, knobs, o);
       cfg.identity_indices = false;
       pick_lengths(cfg, knobs);
@@ -350,8 +365,8 @@ void add_out_of_range_cases(std::vector<Case>& out, const OpInfo& info, const Ta
       size_t given = 0;
       for (size_t b = 0; b < cfg.lengths.size() && given < values.size(); ++b)
         if (!cfg.padded[b] && cfg.lengths[b] > 0) cfg.out_of_range[b] = values[given++];
-      out.push_back(varlen_case(name, cfg));
-    } else if (info.name == DK_OP_CAUSAL_CONV1D_UPDATE) {
+      out.push_back(varlen_case(info, name, cfg));
+    } else if (is_update(info)) {
       auto cfg = update_config(x, w, knobs.coin() ? 1 : 3, layout, true, reference::Act::silu, knobs.coin(),
                                knobs, o);
       cfg.identity_indices = false;
@@ -363,7 +378,7 @@ void add_out_of_range_cases(std::vector<Case>& out, const OpInfo& info, const Ta
       cfg.out_of_range.assign(9, 0);
       const size_t rows[] = {0, 2, 6, 8, 7};  // row 4 is padded
       for (size_t i = 0; i < values.size() && i < std::size(rows); ++i) cfg.out_of_range[rows[i]] = values[i];
-      out.push_back(update_case(name, cfg));
+      out.push_back(update_case(info, name, cfg));
     }
   }
 }
@@ -414,7 +429,7 @@ void add_size_cases(std::vector<Case>& out, const OpInfo& info, const Target& ta
   const bool large = o.tier == Tier::large && target.device.device_type == kDLCUDA;
   const std::string op = info.name;
   size_t variant = 0;  // walks widths and pool layouts across the cases of every size
-  if (op == DK_OP_CAUSAL_CONV1D_VARLEN) {
+  if (is_varlen(info)) {
     Random shapes(op + "/size#shapes");
     std::vector<VarlenShape> list{
         {"one_sequence_8k", dims.widest, {8192}},
@@ -454,12 +469,12 @@ void add_size_cases(std::vector<Case>& out, const OpInfo& info, const Target& ta
         // Two sequences padded (cache index = pad_slot_id) among the first ones.
         cfg.padded.assign(cfg.lengths.size(), 0);
         if (cfg.lengths.size() > 3) cfg.padded[1] = cfg.padded[3] = 1;
-        out.push_back(varlen_case(name, cfg));
+        out.push_back(varlen_case(info, name, cfg));
       }
     }
     return;
   }
-  if (op != DK_OP_CAUSAL_CONV1D_UPDATE) return;
+  if (!is_update(info)) return;
   // Decode: batches 1, 64 and 1024 at Tq 1 (plain decode), 4 and 64 (speculative drafts), D as
   // wide as a call of about 4M elements (GPU: 128M) allows; then every Tq up to 64 at a small D.
   std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes;  // (batch, Tq, D)
@@ -487,7 +502,7 @@ void add_size_cases(std::vector<Case>& out, const OpInfo& info, const Target& ta
     cfg.padded.assign(static_cast<size_t>(batch), 0);
     if (!cfg.identity_indices && batch > 2) cfg.padded[1] = cfg.padded[static_cast<size_t>(batch / 2)] = 1;
     ++variant;
-    out.push_back(update_case(name, cfg));
+    out.push_back(update_case(info, name, cfg));
   }
 }
 
@@ -504,7 +519,7 @@ Case make_sweep_case(const std::vector<const OpInfo*>& served, const SuiteOption
   const Layout layout = pick(info.layouts, knobs);
   const bool bias = knobs.coin();
   const auto act = knobs.coin() ? reference::Act::silu : reference::Act::none;
-  if (info.name == DK_OP_CAUSAL_CONV1D_VARLEN) {
+  if (is_varlen(info)) {
     auto cfg = varlen_config(x, w, layout, bias, act, knobs.coin(), knobs, o);
     cfg.dim = knobs.coin(0.2) ? knobs.integer(1, 4) : knobs.integer(1, 320);
     cfg.state_len = std::min(w - 1 + (knobs.coin(0.6) ? 0 : knobs.integer(1, 5)),
@@ -518,7 +533,7 @@ Case make_sweep_case(const std::vector<const OpInfo*>& served, const SuiteOption
       cfg.padded.push_back(!cfg.identity_indices && knobs.coin(0.1));
     }
     cfg.extra_lines = knobs.integer(0, 8);
-    return varlen_case(name, cfg);
+    return varlen_case(info, name, cfg);
   }
   // Within the declared limits, so that every sweep case is a claim of the backend's.
   const int64_t tokens = std::min(knobs.coin(0.5) ? 1 : knobs.integer(2, 64),
@@ -532,7 +547,7 @@ Case make_sweep_case(const std::vector<const OpInfo*>& served, const SuiteOption
   if (!cfg.identity_indices)
     for (auto& p : cfg.padded) p = knobs.coin(0.1);
   cfg.extra_lines = knobs.integer(0, 8);
-  return update_case(name, cfg);
+  return update_case(info, name, cfg);
 }
 
 }  // namespace deltakern::conformance

@@ -6,6 +6,7 @@
 
 #include "device.hpp"
 #include "guard.hpp"
+#include "tensor.hpp"
 
 #include <deltakern/conformance.hpp>
 
@@ -103,6 +104,11 @@ PoisonScope::PoisonScope(Poison p)
 PoisonScope::~PoisonScope() {
   current_poison = previous_;
   current_call = previous_call_;
+}
+
+void poison_out(TensorBuf& out) {
+  const uint32_t bits = size_of(out.dtype()) == 4 ? 0xFFFFFFFFu : size_of(out.dtype()) == 2 ? 0xFFFFu : 0xFFu;
+  out.fill([bits](int64_t) { return bits; });
 }
 
 std::optional<Poison> poison_of(uint32_t bits, size_t size) {

@@ -37,6 +37,11 @@ class PoisonScope {
   uint64_t previous_call_, call_;
 };
 
+class TensorBuf;
+// An out-variant's out before each call: NaN bytes in every element (its slack keeps its own
+// pattern), so that an element the call never writes fails the comparison, as in a fresh output.
+void poison_out(TensorBuf& out);
+
 // Whether `bits` of an element of `size` bytes are all one poison byte; which one.
 std::optional<Poison> poison_of(uint32_t bits, size_t size);
 

@@ -197,15 +197,21 @@ std::string run_prefill_then_updates(Runtime& rt, const Target& target, const Se
 
 std::string check_declaration(const Runtime& rt, const Target& target, std::string_view op) {
   const OpInfo& info = op_info(rt, target, op);
-  const std::string states = op == DK_OP_CAUSAL_CONV1D_VARLEN ? "conv_states" : "conv_state";
+  const bool varlen = op == DK_OP_CAUSAL_CONV1D_VARLEN || op == DK_OP_CAUSAL_CONV1D_VARLEN_OUT;
+  const bool out_variant = op == DK_OP_CAUSAL_CONV1D_VARLEN_OUT || op == DK_OP_CAUSAL_CONV1D_UPDATE_OUT;
+  const std::string states = varlen ? "conv_states" : "conv_state";
   const std::string schema = " (schema: " + info.schema + ")";
   if (!is_mutated(info, states))
     return "the schema does not mark " + states + " written (Tensor(b!)), but the op updates it in place" +
            schema;
   for (const auto& m : info.mutated)
-    if (m != "x" && m != states)
+    if (m != states && m != (out_variant ? "out" : "x"))
       return "the schema marks " + m + " written, which the op never writes" + schema;
-  if (info.returns_alias_of.has_value()) {
+  if (out_variant) {
+    // The core refuses an out-variant that does not write out or that writes x; said again here
+    // so that the verdict stands on its own.
+    if (!is_mutated(info, "out")) return "the schema does not mark out written (Tensor(a!) out)" + schema;
+  } else if (info.returns_alias_of.has_value()) {
     if (*info.returns_alias_of != "x")
       return "the result aliases " + *info.returns_alias_of + "; the op returns either x or a fresh tensor" +
              schema;

@@ -1,6 +1,7 @@
 #include "update.hpp"
 
 #include "compare.hpp"
+#include "poison.hpp"
 #include "sample.hpp"
 
 #include <numeric>
@@ -8,12 +9,14 @@
 namespace deltakern::conformance {
 
 std::vector<NamedArg> UpdateInputs::args() {
-  return {{"x", &x},
-          {"conv_state", &states},
-          {"weight", &weight},
-          {"bias", bias ? &*bias : nullptr},
-          {"conv_state_indices", state_indices ? &*state_indices : nullptr},
-          {"cache_seqlens", cache_seqlens ? &*cache_seqlens : nullptr}};
+  std::vector<NamedArg> named{{"x", &x},
+                              {"conv_state", &states},
+                              {"weight", &weight},
+                              {"bias", bias ? &*bias : nullptr},
+                              {"conv_state_indices", state_indices ? &*state_indices : nullptr},
+                              {"cache_seqlens", cache_seqlens ? &*cache_seqlens : nullptr}};
+  if (out) named.push_back({"out", &*out});
+  return named;
 }
 
 namespace {
@@ -26,6 +29,16 @@ TensorBuf make_x(DLDevice device, const UpdateConfig& c) {
     return TensorBuf(device, c.x, {B, D, Tq}, {Tq * row, 1, row}, 0, 2);
   }
   return TensorBuf(device, c.x, {B, D, Tq}, {D * Tq, Tq, 1}, 0, 2);
+}
+
+// The out-variant's out: x's shape and layout, rows of a pitch of their own (slack that must stay
+// untouched) and element 0 off 16-byte alignment.
+TensorBuf make_out(DLDevice device, const UpdateConfig& c) {
+  const int64_t B = c.batch, D = c.dim, Tq = c.tokens;
+  if (!c.three_d) return TensorBuf(device, c.x, {B, D}, {D + 5, 1}, 1, 3);
+  if (c.layout == Layout::channel_last)
+    return TensorBuf(device, c.x, {B, D, Tq}, {Tq * (D + 6), 1, D + 6}, 1, 3);
+  return TensorBuf(device, c.x, {B, D, Tq}, {D * (Tq + 2), Tq + 2, 1}, 1, 3);
 }
 
 TensorBuf make_states(DLDevice device, const UpdateConfig& c) {
@@ -51,7 +64,9 @@ UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& c, Random& 
                   make_optional(!c.identity_indices, device, DType::i32, {B}),
                   make_optional(c.circular, device, DType::i32, {B}),
                   {},
-                  {}};
+                  {},
+                  std::nullopt};
+  if (c.out_variant) in.out.emplace(make_out(device, c));
   std::vector<int32_t> pool(static_cast<size_t>(lines));
   std::iota(pool.begin(), pool.end(), 0);
   if (!c.identity_indices) rng.shuffle(pool);
@@ -87,6 +102,7 @@ void refill_update_inputs(UpdateInputs& in, const UpdateConfig& c, Random& rng) 
     return read[line] ? encode(c.state, bulk.value())
                       : nan_garbage(c.state, static_cast<uint64_t>(i) + 31 * line);
   });
+  if (in.out) poison_out(*in.out);
 }
 
 CausalConv1dUpdateArgs update_args(const UpdateInputs& in, const UpdateConfig& c, void* stream) {
@@ -140,7 +156,9 @@ std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfi
                          const UpdateBefore& before, const Tensor& result, uint64_t call,
                          std::string_view seed) {
   const auto args = in.args();
-  if (auto m = check_result(info, result, in.x, args, call); !m.empty()) return m;
+  // An out-variant returns nothing (the core holds it to that); its result is out.
+  if (!in.out)
+    if (auto m = check_result(info, result, in.x, args, call); !m.empty()) return m;
   if (auto m = check_guards(args); !m.empty()) return m;
   if (auto m = check_unannotated(info, args, before.bytes); !m.empty()) return m;
 
@@ -174,7 +192,14 @@ std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfi
       return m;
   }
   // Row-major indices of the (B, D) or (B, D, Tq) result coincide with those of (B, D, Tq).
-  const HostImage got = image_of(result.dl());
+  if (in.out) {  // any of out's elements may change (a skipped row's are unspecified), nothing else
+    const size_t k = args.size() - 1;
+    if (auto m = check_changes_only_in(
+            args[k], before.bytes[k], in.out->bytes(), [](int64_t) { return true; }, out_at);
+        !m.empty())
+      return m;
+  }
+  const HostImage got = image_of(in.out ? *in.out->dl() : result.dl());
   const auto which = update_sample(c, ref, seed);
   if (auto m = compare_outputs(
           "output", got, c.act, which, [&](int64_t i) { return ref.out(i / (D * Tq), (i / Tq) % D, i % Tq); },
@@ -183,7 +208,7 @@ std::string check_update(const OpInfo& info, UpdateInputs& in, const UpdateConfi
     return m;
   // Skipped rows (padded, out of range): x as it was in place, zeros in a fresh output.
   const bool in_place = returns_x(info);
-  for (int64_t b = 0; b < B; ++b) {
+  for (int64_t b = 0; b < B && !in.out; ++b) {  // an out-variant's skipped rows are unspecified
     if (ref.row_live(b)) continue;
     for (int64_t k = 0; k < D * Tq; ++k) {
       const int64_t i = b * D * Tq + k;

@@ -37,6 +37,9 @@ struct UpdateConfig {
   int64_t margin_lines = 0;
   // How long after a call the arguments and results are looked at again (late writes).
   int64_t late_write_ms = 2;
+  // causal_conv1d_update_out: the result goes into `out`, x's shape and layout with rows of its
+  // own pitch, NaN-poisoned before each call.
+  bool out_variant = false;
 
   int64_t lines() const { return batch + extra_lines; }
   bool flags_errors() const { return !out_of_range.empty(); }
@@ -46,6 +49,7 @@ struct UpdateInputs {
   TensorBuf x, states, weight;
   std::optional<TensorBuf> bias, state_indices, cache_seqlens;
   std::vector<int32_t> indices, seqlens;  // host copies (indices resolved)
+  std::optional<TensorBuf> out;           // the out-variant's
 
   std::vector<NamedArg> args();  // schema order and names
 };

@@ -1,6 +1,7 @@
 #include "varlen.hpp"
 
 #include "compare.hpp"
+#include "poison.hpp"
 #include "sample.hpp"
 
 #include <algorithm>
@@ -37,13 +38,15 @@ int64_t VarlenConfig::max_len() const {
 }
 
 std::vector<NamedArg> VarlenInputs::args() {
-  return {{"x", &x},
-          {"weight", &weight},
-          {"bias", bias ? &*bias : nullptr},
-          {"conv_states", &states},
-          {"query_start_loc", &query_start_loc},
-          {"cache_indices", cache_indices ? &*cache_indices : nullptr},
-          {"has_initial_state", has_initial_state ? &*has_initial_state : nullptr}};
+  std::vector<NamedArg> named{{"x", &x},
+                              {"weight", &weight},
+                              {"bias", bias ? &*bias : nullptr},
+                              {"conv_states", &states},
+                              {"query_start_loc", &query_start_loc},
+                              {"cache_indices", cache_indices ? &*cache_indices : nullptr},
+                              {"has_initial_state", has_initial_state ? &*has_initial_state : nullptr}};
+  if (out) named.push_back({"out", &*out});
+  return named;
 }
 
 namespace {
@@ -57,6 +60,16 @@ TensorBuf make_x(DLDevice device, const VarlenConfig& c) {
     return TensorBuf(device, c.x, {D, T}, {1, row}, D <= 64 ? D : 24, row - D, c.byte_offset);
   }
   return TensorBuf(device, c.x, {D, T}, {T + c.row_padding, 1}, c.byte_offset ? 8 : 0, 3, c.byte_offset);
+}
+
+// The out-variant's out: x's layout with a row pitch of its own (slack between rows that must stay
+// untouched), element 0 off 16-byte alignment with byte_offset, so that a kernel vectorizing on
+// x's geometry alone writes it wrong.
+TensorBuf make_out(DLDevice device, const VarlenConfig& c) {
+  const int64_t D = c.dim, T = c.tokens(), offset = c.byte_offset ? 1 : 0;
+  if (c.layout == Layout::channel_last)
+    return TensorBuf(device, c.x, {D, T}, {1, D + 8}, offset, 8, c.byte_offset);
+  return TensorBuf(device, c.x, {D, T}, {T + 5, 1}, offset, 5, c.byte_offset);
 }
 
 TensorBuf make_states(DLDevice device, const VarlenConfig& c) {
@@ -90,7 +103,8 @@ VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& c, Random& 
                   make_optional(c.init != VarlenConfig::Init::none_tensor, device, DType::u8, {B}),
                   {},
                   {},
-                  {}};
+                  {},
+                  std::nullopt};
   in.qsl.assign(1, 0);
   for (int32_t len : c.lengths) in.qsl.push_back(in.qsl.back() + len);
   std::vector<int32_t> pool(static_cast<size_t>(lines));
@@ -120,6 +134,7 @@ VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& c, Random& 
     in.cache_indices->set_values(std::vector<double>(in.indices.begin(), in.indices.end()));
   if (in.has_initial_state)
     in.has_initial_state->set_values(std::vector<double>(in.initial.begin(), in.initial.end()));
+  if (c.out_variant) in.out.emplace(make_out(device, c));
   refill_varlen_inputs(in, c, rng);
   return in;
 }
@@ -139,6 +154,7 @@ void refill_varlen_inputs(VarlenInputs& in, const VarlenConfig& c, Random& rng) 
     return read[line] ? encode(c.state, bulk.value())
                       : nan_garbage(c.state, static_cast<uint64_t>(i) + 17 * line);
   });
+  if (in.out) poison_out(*in.out);
 }
 
 CausalConv1dVarlenArgs varlen_args(const VarlenInputs& in, const VarlenConfig& c,
@@ -195,7 +211,9 @@ std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfi
                          const VarlenBefore& before, const Tensor& result, uint64_t call,
                          std::string_view seed) {
   const auto args = in.args();
-  if (auto m = check_result(info, result, in.x, args, call); !m.empty()) return m;
+  // An out-variant returns nothing (the core holds it to that); its result is out.
+  if (!in.out)
+    if (auto m = check_result(info, result, in.x, args, call); !m.empty()) return m;
   if (auto m = check_guards(args); !m.empty()) return m;
   if (auto m = check_unannotated(info, args, before.bytes); !m.empty()) return m;
 
@@ -237,15 +255,23 @@ std::string check_varlen(const OpInfo& info, VarlenInputs& in, const VarlenConfi
     if (auto m = check_changes_only_in(args[3], before.bytes[3], states_now, line_live, state_at); !m.empty())
       return m;
   }
-  const HostImage got = image_of(result.dl());
+  if (in.out) {  // any of out's elements may change (a skipped sequence's are unspecified), nothing else
+    const size_t k = args.size() - 1;
+    if (auto m = check_changes_only_in(
+            args[k], before.bytes[k], in.out->bytes(), [](int64_t) { return true; }, out_at);
+        !m.empty())
+      return m;
+  }
+  const HostImage got = image_of(in.out ? *in.out->dl() : result.dl());
   const auto which = varlen_sample(c, in.qsl, ref, seed);
   if (auto m = compare_outputs(
           "output", got, c.act, which, [&](int64_t i) { return ref.out(i / T, i % T); }, out_at);
       !m.empty())
     return m;
-  // Skipped sequences (padded, out of range): x as it was in place, zeros in a fresh output.
+  // Skipped sequences (padded, out of range): x as it was in place, zeros in a fresh output;
+  // unspecified in an out-variant's out.
   const bool in_place = returns_x(info);
-  for (int64_t b = 0; b < ref.batch(); ++b) {
+  for (int64_t b = 0; b < ref.batch() && !in.out; ++b) {
     if (ref.sequence_live(b)) continue;
     for (int64_t d = 0; d < D; ++d)
       for (int32_t t = in.qsl[static_cast<size_t>(b)]; t < in.qsl[static_cast<size_t>(b) + 1]; ++t)

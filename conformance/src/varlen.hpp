@@ -49,6 +49,9 @@ struct VarlenConfig {
   int64_t margin_lines = 0;
   // How long after a call the arguments and results are looked at again (late writes).
   int64_t late_write_ms = 2;
+  // causal_conv1d_varlen_out: the result goes into `out`, laid out as x with its own row pitch
+  // (and, with byte_offset, an element 0 off 16-byte alignment), NaN-poisoned before each call.
+  bool out_variant = false;
 
   int64_t batch() const { return static_cast<int64_t>(lengths.size()); }
   int64_t tokens() const;
@@ -65,8 +68,9 @@ struct VarlenInputs {
   std::optional<TensorBuf> cache_indices, has_initial_state;
   std::vector<int32_t> qsl, indices;  // host copies (indices: resolved, identity included)
   std::vector<uint8_t> initial;       // host copy, all zeros for none
+  std::optional<TensorBuf> out;       // the out-variant's
 
-  std::vector<NamedArg> args();  // in schema order, by schema name
+  std::vector<NamedArg> args();  // in schema order, by schema name (out last, when there is one)
 };
 
 // Tensors shaped per `cfg`, filled with random values from `rng`: x and weight never

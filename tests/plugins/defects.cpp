@@ -2,7 +2,7 @@
 // builds one library per defect from this file:
 //   DK_DEFECT_NAME   the plugin's name;
 //   DK_DEFECT        the Defect it has;
-//   DK_DEFECT_OPS    1: varlen, 2: update, 3: both;
+//   DK_DEFECT_OPS    bits: 1 varlen, 2 update, 4 varlen_out, 8 update_out;
 //   DK_DEFECT_DTYPE  0: float32, 1: bfloat16 (the numeric defects round to bfloat16);
 //   DK_DEFECT_MIN_WIDTH  the narrowest width it declares (the widest is 4).
 // It keeps the fresh-output contract (as portable does) and declares few widths and one layout,
@@ -28,6 +28,17 @@ int32_t varlen_defective(void* p, const dk_call* c, DLManagedTensor** r, char* e
 int32_t update_defective(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {
   return run_update(p, c, r, e, n, kDefect);
 }
+constexpr Behaviour kOutDefect = [] {
+  Behaviour b = kDefect;
+  b.out_variant = true;
+  return b;
+}();
+int32_t varlen_out_defective(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {
+  return run_varlen(p, c, r, e, n, kOutDefect);
+}
+int32_t update_out_defective(void* p, const dk_call* c, DLManagedTensor** r, char* e, size_t n) {
+  return run_update(p, c, r, e, n, kOutDefect);
+}
 
 const DLDataType kDtype[1] = {DK_DEFECT_DTYPE == 1 ? DLDataType{kDLBfloat, 16, 1}
                                                    : DLDataType{kDLFloat, 32, 1}};
@@ -37,12 +48,22 @@ const dk_caps kCaps = {sizeof(dk_caps),          1, kCpu, 1, kDtype, DK_DEFECT_M
     sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenFreshSchema, &kCaps, nullptr, varlen_defective};
 [[maybe_unused]] const dk_op kUpdate = {
     sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateFreshSchema, &kCaps, nullptr, update_defective};
+[[maybe_unused]] const dk_op kVarlenOut = {
+    sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN_OUT, kVarlenOutSchema, &kCaps, nullptr, varlen_out_defective};
+[[maybe_unused]] const dk_op kUpdateOut = {
+    sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE_OUT, kUpdateOutSchema, &kCaps, nullptr, update_out_defective};
 const dk_op kOps[] = {
 #if DK_DEFECT_OPS & 1
     kVarlen,
 #endif
 #if DK_DEFECT_OPS & 2
     kUpdate,
+#endif
+#if DK_DEFECT_OPS & 4
+    kVarlenOut,
+#endif
+#if DK_DEFECT_OPS & 8
+    kUpdateOut,
 #endif
 };
 const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     DK_DEFECT_NAME,  "test",

@@ -397,6 +397,16 @@ DLManagedTensor* finish(const DLTensor& x, const DLTensor* bias, const DLTensor&
   return out;
 }
 
+// The out-variants' defects, after an honest result in out.
+void after_out_variant(const DLTensor& x, const DLTensor& out, Defect defect) {
+  if (defect == Defect::out_variant_writes_x) overwrite_x(x, out);
+  if (defect == Defect::out_variant_writes_slack && plugin::numel(out) > 0) {
+    int64_t last = 0;  // the offset of out's last element in memory
+    for (int d = 0; d < out.ndim; ++d) last += (out.shape[d] - 1) * stride_of(out, d);
+    store(out, last + 1, 1.0f);
+  }
+}
+
 }  // namespace defects
 
 int32_t run_varlen(void* plugin_ptr, const dk_call* call, DLManagedTensor** result, char* error,
@@ -406,7 +416,7 @@ int32_t run_varlen(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
   returned = false;
   const int32_t status = plugin::guarded(error, error_size, [&] {
     const auto& host = *static_cast<const dk_host*>(plugin_ptr);
-    const auto a = plugin::unpack_varlen(*call);
+    const auto a = plugin::unpack_varlen(*call, behaviour.out_variant);
     require_cpu(*a.x);
     defects::strike(a, behaviour.defect);
     std::vector<int32_t> qsl;
@@ -416,6 +426,11 @@ int32_t run_varlen(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
         throw Failure(DK_ERR_RUNTIME, "read_to_host failed");
     }
     const int32_t* qsl_host = behaviour.read_qsl_always ? qsl.data() : nullptr;
+    if (behaviour.out_variant) {
+      varlen(a, *a.out, qsl_host, behaviour.defect);
+      defects::after_out_variant(*a.x, *a.out, behaviour.defect);
+      return;
+    }
     if (behaviour.in_place) {
       varlen(a, *a.x, qsl_host, behaviour.defect);
       *result = plugin::make_view_result(*a.x);
@@ -445,9 +460,14 @@ int32_t run_update(void* plugin_ptr, const dk_call* call, DLManagedTensor** resu
   returned = false;
   const int32_t status = plugin::guarded(error, error_size, [&] {
     const auto& host = *static_cast<const dk_host*>(plugin_ptr);
-    const auto a = plugin::unpack_update(*call);
+    const auto a = plugin::unpack_update(*call, behaviour.out_variant);
     require_cpu(*a.x);
     defects::strike(a, behaviour.defect);
+    if (behaviour.out_variant) {
+      update(a, *a.out, behaviour.defect);
+      defects::after_out_variant(*a.x, *a.out, behaviour.defect);
+      return;
+    }
     if (behaviour.in_place) {
       update(a, *a.x, behaviour.defect);
       *result = plugin::make_view_result(*a.x);

@@ -32,6 +32,16 @@ inline constexpr const char* kUpdateFreshSchema =
     "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "
     "int pad_slot_id=-1) -> Tensor";
 
+// The out-variants' contract: out written, x never (portable and native declare the same).
+inline constexpr const char* kVarlenOutSchema =
+    "causal_conv1d_varlen_out(Tensor x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, "
+    "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, Tensor(a!) out, "
+    "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> ()";
+inline constexpr const char* kUpdateOutSchema =
+    "causal_conv1d_update_out(Tensor x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, "
+    "Tensor? conv_state_indices, Tensor? cache_seqlens, Tensor(a!) out, str activation=\"none\", "
+    "int pad_slot_id=-1) -> ()";
+
 // One defect each for the test plugins of tests/plugins/defects.cpp: every one is correct except
 // for this, and most only at the shapes engines use, so that only the full tier can see them.
 enum class Defect {
@@ -63,10 +73,14 @@ enum class Defect {
   segfault_in_run,    // a store through a null pointer in every update call
   hang_in_run,        // sleeps forever in varlen calls of width 3 without bias, with silu
   writes_far_in_run,  // after an update of width 4, a write every 4 KiB up to 64 MiB past its output
+  // the out-variants
+  out_variant_writes_x,      // the result copied into x as well (an in-place kernel behind an out schema)
+  out_variant_writes_slack,  // one element written just past out's last one in memory
 };
 
 struct Behaviour {
   bool in_place = true;
+  bool out_variant = false;  // the call is an out-variant's: the result goes into its out
   Defect defect = Defect::none;
   bool also_write_x = false;     // the liar: a fresh contract that writes x anyway
   bool read_qsl_always = false;  // the liar: a read_to_host it never declares
