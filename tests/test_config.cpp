@@ -64,7 +64,7 @@ const Malformed kMalformed[] = {
      "2: unknown key 'dispatch.ops.causal_conv1d_varlen.strict'"},
     {"unknown op", "[dispatch.ops.no_such_op]\nbackend = \"portable\"\n",
      "1: dispatch.ops.no_such_op: unknown op 'no_such_op' (known: causal_conv1d_varlen, "
-     "causal_conv1d_update)"},
+     "causal_conv1d_update, causal_conv1d_varlen_out, causal_conv1d_update_out)"},
     // wrong types
     {"dispatch is not a table", "dispatch = 3\n", "1: dispatch: expected a table, got integer"},
     {"plugins is not a table", "plugins = [\"dir\"]\n", "1: plugins: expected a table, got array"},

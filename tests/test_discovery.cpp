@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(standin_is_loaded_with_the_in_place_contract) {
   BOOST_TEST((p->state == PluginInfo::State::loaded));
   BOOST_TEST(fs::equivalent(p->path, test_plugin_file("standin")));
   BOOST_TEST(p->abi_major == DK_ABI_MAJOR);
-  BOOST_TEST_REQUIRE(p->ops.size() == 2u);
+  BOOST_TEST_REQUIRE(p->ops.size() == 4u);
   const OpInfo* varlen = op_of(*p, DK_OP_CAUSAL_CONV1D_VARLEN);
   const OpInfo* update = op_of(*p, DK_OP_CAUSAL_CONV1D_UPDATE);
   BOOST_TEST_REQUIRE(varlen != nullptr);
@@ -59,6 +59,19 @@ BOOST_AUTO_TEST_CASE(standin_is_loaded_with_the_in_place_contract) {
              boost::test_tools::per_element());
   BOOST_TEST(varlen->returns_alias_of.value_or("") == "x");
   BOOST_TEST(update->returns_alias_of.value_or("") == "x");
+  BOOST_TEST(varlen->returns_tensor);
+  // The out-variants: out written, x never, nothing returned.
+  for (const char* name : {DK_OP_CAUSAL_CONV1D_VARLEN_OUT, DK_OP_CAUSAL_CONV1D_UPDATE_OUT}) {
+    const OpInfo* out = op_of(*p, name);
+    BOOST_TEST_REQUIRE(out != nullptr);
+    BOOST_TEST(
+        sorted(out->mutated) ==
+            (std::vector<std::string>{
+                std::string(name).find("varlen") != std::string::npos ? "conv_states" : "conv_state", "out"}),
+        boost::test_tools::per_element());
+    BOOST_TEST(!out->returns_alias_of.has_value());
+    BOOST_TEST(!out->returns_tensor);
+  }
   BOOST_TEST_REQUIRE(varlen->devices.size() == 1u);
   BOOST_TEST((varlen->devices[0].type == kDLCPU));
   BOOST_TEST(!varlen->devices[0].derives_max_seq_len);

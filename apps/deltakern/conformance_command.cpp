@@ -129,9 +129,9 @@ class Progress {
 
   // The table, the first failures and the closing line; always, whatever happened before.
   void close(const conf::Summary& summary) const {
-    fmt::print("\n{:<22} {:<22} {:>7} {:>7}  {}\n", "target", "op", "passed", "failed", "first failed case");
+    fmt::print("\n{:<22} {:<24} {:>7} {:>7}  {}\n", "target", "op", "passed", "failed", "first failed case");
     for (const auto& [key, t] : tally_)
-      fmt::print("{:<22} {:<22} {:>7} {:>7}  {}\n", std::get<0>(key), std::get<1>(key), t.passed, t.failed,
+      fmt::print("{:<22} {:<24} {:>7} {:>7}  {}\n", std::get<0>(key), std::get<1>(key), t.passed, t.failed,
                  t.first_case);
     bool heading = false;
     for (const auto& [key, t] : tally_) {

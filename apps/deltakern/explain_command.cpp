@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "dl_names.hpp"
 
+#include <deltakern/op_schemas.h>
 #include <deltakern/runtime.hpp>
 
 #include <fmt/core.h>
@@ -23,9 +24,10 @@ void add_explain_command(CLI::App& app) {
     std::vector<std::string> dims;
   };
   static Options o;
-  cmd->add_option("op", o.op, "causal_conv1d_varlen or causal_conv1d_update")
+  cmd->add_option("op", o.op, "causal_conv1d_varlen, causal_conv1d_update, or either's _out variant")
       ->required()
-      ->check(CLI::IsMember({"causal_conv1d_varlen", "causal_conv1d_update"}));
+      ->check(CLI::IsMember({DK_OP_CAUSAL_CONV1D_VARLEN, DK_OP_CAUSAL_CONV1D_UPDATE,
+                             DK_OP_CAUSAL_CONV1D_VARLEN_OUT, DK_OP_CAUSAL_CONV1D_UPDATE_OUT}));
   cmd->add_option("--device", o.device, "cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--dtype", o.dtype, "dtype of x: f32, f16, bf16")->capture_default_str();
   cmd->add_option("--weight-dtype", o.weight_dtype, "dtype of weight and bias (default: x's)");

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "dl_names.hpp"
 
+#include <deltakern/op_schemas.h>
 #include <deltakern/runtime.hpp>
 
 #include <fmt/core.h>
@@ -29,8 +30,10 @@ std::vector<std::string> layout_names(const OpInfo& op) {
 
 std::string contract_of(const OpInfo& op) {
   const std::string writes = op.mutated.empty() ? "nothing" : fmt::format("{}", fmt::join(op.mutated, ", "));
-  const std::string result = op.returns_alias_of ? fmt::format("returns {} (in place)", *op.returns_alias_of)
-                                                 : "returns a fresh tensor";
+  const std::string result = !op.returns_tensor ? "returns nothing (the result is in out)"
+                             : op.returns_alias_of
+                                 ? fmt::format("returns {} (in place)", *op.returns_alias_of)
+                                 : "returns a fresh tensor";
   return fmt::format("writes {}; {}", writes, result);
 }
 
@@ -114,7 +117,8 @@ void print_text(const Runtime& runtime) {
     }
     fmt::print("\n");
   }
-  for (const std::string op : {"causal_conv1d_varlen", "causal_conv1d_update"})
+  for (const std::string op : {DK_OP_CAUSAL_CONV1D_VARLEN, DK_OP_CAUSAL_CONV1D_UPDATE,
+                               DK_OP_CAUSAL_CONV1D_VARLEN_OUT, DK_OP_CAUSAL_CONV1D_UPDATE_OUT})
     fmt::print("preference for {}: {}\n", op, fmt::join(runtime.preference(op), " > "));
   if (const auto forced = runtime.forced_backend()) fmt::print("forced backend: {}\n", *forced);
   fmt::print("strict dispatch: {}\n", runtime.strict() ? "on" : "off");
@@ -150,6 +154,7 @@ nlohmann::json to_json(const Runtime& runtime) {
              {"min_width", op.min_width}, {"max_width", op.max_width}, {"layouts", layout_names(op)},
              {"mutates", op.mutated}};
       o["returns_alias_of"] = op.returns_alias_of ? json(*op.returns_alias_of) : json(nullptr);
+      o["returns_tensor"] = op.returns_tensor;
       o["limits"] = json::array();
       for (const auto& l : op.limits) o["limits"].push_back({{"dim", l.dim}, {"min", l.min}, {"max", l.max}});
       o["devices"] = json::array();
