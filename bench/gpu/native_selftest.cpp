@@ -2,7 +2,8 @@
 // host-services table), so the kernels can be checked and timed on a GPU independently of the
 // core. Checks every dtype combination, width, layout, state layout, sequence edge, padded and
 // out-of-range slots against a float64 reference, poisons what the call must not touch, checks
-// capture + replay in global mode, and (--bench) times the kernels against a D2D copy.
+// the out-variants (*_out: the result in a separate out with its own strides and alignment, x
+// untouched), capture + replay in global mode, and (--bench) times the kernels against a D2D copy.
 //
 //   native_selftest <path/to/libdeltakern_native.so> [--bench] [--quick]
 #include <deltakern/op_schemas.h>
@@ -78,7 +79,8 @@ struct Plugin {
       if (std::string(table->ops[i].name) == name) return table->ops[i];
     throw std::runtime_error(std::string("no op ") + name);
   }
-  // Runs and returns the status; the result (a view of x) must alias x.
+  // Runs and returns the status; the result (a view of x) must alias x, and an out-variant's
+  // (*_out, which returns nothing) must be null.
   int32_t run(const char* name, const std::vector<const DLTensor*>& tensors,
               const std::vector<dk_scalar>& scalars, void* stream, std::string* error = nullptr) const {
     const dk_call call{sizeof(dk_call), stream,         tensors.size(),   tensors.data(),
@@ -89,11 +91,23 @@ struct Plugin {
       if (error) *error = std::string("supports: ") + why;
       return DK_ERR_UNSUPPORTED;
     }
-    DLManagedTensor* result = nullptr;
+    const std::string op_name = name;
+    const bool out_variant = op_name.size() > 4 && op_name.compare(op_name.size() - 4, 4, "_out") == 0;
+    // An out-variant must set *result to null whatever it held: it starts as a non-null poison.
+    static DLManagedTensor poison{};
+    DLManagedTensor* result = out_variant ? &poison : nullptr;
     const int32_t st = o.run(self, &call, &result, why, sizeof why);
     if (st != DK_OK) {
       if (error) *error = why;
       return st;
+    }
+    if (out_variant) {
+      if (result == nullptr) return DK_OK;
+      if (error)
+        *error =
+            result == &poison ? "an out-variant left *result as it was" : "an out-variant returned a result";
+      if (result != &poison && result->deleter != nullptr) result->deleter(result);
+      return DK_ERR_INTERNAL;
     }
     if (result == nullptr || result->dl_tensor.data != tensors[0]->data ||
         result->dl_tensor.byte_offset != tensors[0]->byte_offset) {
@@ -214,6 +228,11 @@ struct VarlenCase {
   int oor_seq = -1;     // a sequence given an out-of-range index
   int64_t tile = 0;     // tile override (DELTAKERN_NATIVE_TILE)
   int64_t q_shift = 0;  // q[0] > 0: tokens before the first sequence belong to none
+  // causal_conv1d_varlen_out: the result goes into a separate out of x's layout, with its own row
+  // pitch (out_ld_extra beyond the minimum) and offset (out_offset elements; odd breaks 16-byte
+  // alignment), filled with a sentinel first; x must not change at all.
+  bool out = false;
+  int64_t out_ld_extra = 0, out_offset = 0;
 };
 
 struct VarlenInputs {
@@ -271,20 +290,28 @@ void varlen_reference(const VarlenCase& c, const VarlenInputs& in, const RefConv
   }
 }
 
+// Elements with a reference must match it; every other one (outside the view, skipped tokens or
+// rows, everything where ref is all NaN) must hold its bits from before the call.
 std::string compare_x(const HostArray& got, const HostArray& before, const std::vector<double>& ref,
-                      const std::vector<char>& in_view, Dt dt) {
+                      const std::vector<char>& in_view, Dt dt, const char* what = "x") {
   const double tol = tolerance(dt);
   for (size_t i = 0; i < got.size(); ++i) {
     if (!in_view[i] || std::isnan(ref[i])) {
-      if (!got.same_bits(before, i)) return "element " + std::to_string(i) + " outside the outputs changed";
+      if (!got.same_bits(before, i))
+        return std::string(what) + " element " + std::to_string(i) + " outside the outputs changed";
       continue;
     }
     const double g = got.get(i), r = ref[i];
     if (!(std::fabs(g - r) <= tol * (1.0 + std::fabs(r))))
-      return "x[" + std::to_string(i) + "] = " + std::to_string(g) + ", expected " + std::to_string(r);
+      return std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(g) + ", expected " +
+             std::to_string(r);
   }
   return {};
 }
+
+// What an out-variant's out holds before the call: values no output takes (|output| stays far
+// below 200 here), so an output left unwritten or a write where none belongs both show.
+double sentinel(size_t i) { return 200.0 + static_cast<double>(i % 53); }
 
 std::string compare_pool(const HostArray& got, const HostArray& ref) {
   for (size_t i = 0; i < got.size(); ++i) {
@@ -320,45 +347,66 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
     return c.x_offset + (c.channel_last ? t * ld + d : d * ld + t);
   };
   std::vector<char> in_view(n, 0);
-  std::vector<double> ref(n, std::nan(""));
+  std::vector<double> ref(n, std::nan(""));  // stays all NaN for an out-variant: x must not change
   for (int64_t d = 0; d < c.D; ++d)
     for (int64_t t = 0; t < T; ++t) in_view[xi(d, t)] = 1;
+  // out (out-variant only): x's layout with its own pitch and offset, sentinels everywhere.
+  const int64_t out_ld = (c.channel_last ? c.D : T) + c.out_ld_extra;
+  const size_t n_out = c.out ? static_cast<size_t>(c.out_offset + rows * out_ld + 7) : 0;
+  HostArray oh(c.xdt, n_out);
+  for (size_t i = 0; i < n_out; ++i) oh.set(i, sentinel(i));
+  auto oi = [&](int64_t d, int64_t t) -> size_t {
+    return c.out_offset + (c.channel_last ? t * out_ld + d : d * out_ld + t);
+  };
+  std::vector<char> out_in_view(n_out, 0);
+  std::vector<double> out_ref(n_out, std::nan(""));  // NaN: skipped tokens and slack keep the sentinel
+  if (c.out)
+    for (int64_t d = 0; d < c.D; ++d)
+      for (int64_t t = 0; t < T; ++t) out_in_view[oi(d, t)] = 1;
   HostArray ref_states = pool.host;
   varlen_reference(
       c, in, wts.ref, [&](int64_t d, int64_t t) { return xh.get(xi(d, t)); },
-      [&](int64_t d, int64_t t, double v) { ref[xi(d, t)] = v; }, pool, ref_states);
+      [&](int64_t d, int64_t t, double v) { (c.out ? out_ref[oi(d, t)] : ref[xi(d, t)]) = v; }, pool,
+      ref_states);
 
-  DeviceBuffer xd(xh.bytes.size());
+  DeviceBuffer xd(xh.bytes.size()), od(oh.bytes.size());
   xh.upload(xd.get());
+  if (c.out) oh.upload(od.get());
   pool.host.upload(pool.dev.get());
   const View xv(xd.get(), 0, dt_dl(c.xdt), {c.D, T},
                 c.channel_last ? std::vector<int64_t>{1, ld} : std::vector<int64_t>{ld, 1},
                 c.x_offset * dt_size(c.xdt));
+  const View ov(od.get(), 0, dt_dl(c.xdt), {c.D, T},
+                c.channel_last ? std::vector<int64_t>{1, out_ld} : std::vector<int64_t>{out_ld, 1},
+                c.out_offset * dt_size(c.xdt));
   const View wv = wts.wv(0), bv = wts.bv(0), sv = pool.view(0);
   const View qv(in.dq.get(), 0, i32_dl(), {B + 1}, {1});
   const View civ(in.dci.get(), 0, i32_dl(), {B}, {1});
   const View iv(in.dinit.get(), 0, u8_dl(), {B}, {1});
-  const std::vector<const DLTensor*> tensors = {
-      xv.get(), wv.get(),  c.bias ? bv.get() : nullptr,     sv.get(),
-      qv.get(), civ.get(), c.init_mode ? iv.get() : nullptr};
+  std::vector<const DLTensor*> tensors = {xv.get(), wv.get(),  c.bias ? bv.get() : nullptr,     sv.get(),
+                                          qv.get(), civ.get(), c.init_mode ? iv.get() : nullptr};
+  if (c.out) tensors.push_back(ov.get());  // DK_VARLEN_OUT, after the other tensors
+  const char* op = c.out ? DK_OP_CAUSAL_CONV1D_VARLEN_OUT : DK_OP_CAUSAL_CONV1D_VARLEN;
   const std::vector<dk_scalar> scalars = {str_scalar(c.silu ? "silu" : "none"), int_scalar(c.pad_id),
                                           none_scalar()};
   std::string err;
   if (!capture) {
-    if (plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN, tensors, scalars, stream, &err) != DK_OK) return "run: " + err;
+    if (plugin.run(op, tensors, scalars, stream, &err) != DK_OK) return "run: " + err;
   } else {
-    // Capture in global mode with garbage in x and the pool, then write the real inputs into the
-    // same buffers and replay: the graph must read them at replay time.
+    // Capture in global mode with garbage in x, out and the pool, then write the real inputs into
+    // the same buffers and replay: the graph must read them at replay time.
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     DKGPU_CHECK(cudaMemsetAsync(xd.get(), 0x7f, xh.bytes.size(), stream));
+    if (c.out) DKGPU_CHECK(cudaMemsetAsync(od.get(), 0x7f, oh.bytes.size(), stream));
     DKGPU_CHECK(cudaStreamSynchronize(stream));
     DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const int32_t st = plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN, tensors, scalars, stream, &err);
+    const int32_t st = plugin.run(op, tensors, scalars, stream, &err);
     DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
     if (st != DK_OK) return "run under capture: " + err;
     DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     xh.upload(xd.get());
+    if (c.out) oh.upload(od.get());
     pool.host.upload(pool.dev.get());
     DKGPU_CHECK(cudaGraphLaunch(exec, stream));
     DKGPU_CHECK(cudaStreamSynchronize(stream));
@@ -366,10 +414,12 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
     DKGPU_CHECK(cudaGraphDestroy(graph));
   }
   DKGPU_CHECK(cudaStreamSynchronize(stream));
-  HostArray xg(c.xdt, n), pg(c.sdt, pool.host.size());
+  HostArray xg(c.xdt, n), og(c.xdt, n_out), pg(c.sdt, pool.host.size());
   xg.download(xd.get());
+  if (c.out) og.download(od.get());
   pg.download(pool.dev.get());
   std::string problem = compare_x(xg, xh, ref, in_view, c.xdt);
+  if (problem.empty() && c.out) problem = compare_x(og, oh, out_ref, out_in_view, c.xdt, "out");
   if (problem.empty()) problem = compare_pool(pg, ref_states);
   const uint32_t flags = plugin.check_errors(stream);
   if (problem.empty() && (c.oor_seq >= 0) != ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0))
@@ -396,6 +446,13 @@ struct UpdateCase {
   int pad_every = 0;
   int oor_row = -1;
   bool bias = true, silu = true;
+  // causal_conv1d_update_out: the result goes into a separate out of x's shape and layout with
+  // its own strides: the contiguous dimension's neighbour (channel pitch Tq + out_pitch_extra
+  // where x is time-contiguous, time pitch D + out_pitch_extra where it is channel-last), the
+  // batch pitch (out_batch_extra beyond that) and an offset (out_offset elements; odd breaks
+  // 16-byte alignment), sentinels first; x must not change at all.
+  bool out = false;
+  int64_t out_pitch_extra = 0, out_batch_extra = 0, out_offset = 0;
 };
 
 std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
@@ -420,12 +477,30 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
   for (size_t i = 0; i < n; ++i) xh.set(i, uniform(-1, 1));
   auto xi = [&](int64_t b, int64_t d, int64_t t) -> size_t { return b * sb + d * sc + t * st; };
   std::vector<char> in_view(n, 0);
-  std::vector<double> ref(n, std::nan(""));
+  std::vector<double> ref(n, std::nan(""));  // stays all NaN for an out-variant: x must not change
+  // out (out-variant only), sentinels everywhere.
+  const int64_t osc = c.x_chan_last ? 1 : c.Tq + c.out_pitch_extra;
+  const int64_t ost = c.x_chan_last ? c.D + c.out_pitch_extra : 1;
+  const int64_t osb = (c.x_chan_last ? c.Tq * ost : c.D * osc) + c.out_batch_extra;
+  const size_t n_out = c.out ? static_cast<size_t>(c.out_offset + c.batch * osb + 5) : 0;
+  HostArray oh(c.xdt, n_out);
+  for (size_t i = 0; i < n_out; ++i) oh.set(i, sentinel(i));
+  auto oi = [&](int64_t b, int64_t d, int64_t t) -> size_t {
+    return c.out_offset + b * osb + d * osc + t * ost;
+  };
+  std::vector<char> out_in_view(n_out, 0);
+  std::vector<double> out_ref(n_out, std::nan(""));  // NaN: skipped rows and slack keep the sentinel
+  auto ref_at = [&](int64_t b, int64_t d, int64_t t) -> double& {
+    return c.out ? out_ref[oi(b, d, t)] : ref[xi(b, d, t)];
+  };
   HostArray ref_states = pool.host;
   const int64_t S = c.S, W = c.W;
   for (int64_t b = 0; b < c.batch; ++b) {
     for (int64_t d = 0; d < c.D; ++d)
-      for (int64_t t = 0; t < c.Tq; ++t) in_view[xi(b, d, t)] = 1;
+      for (int64_t t = 0; t < c.Tq; ++t) {
+        in_view[xi(b, d, t)] = 1;
+        if (c.out) out_in_view[oi(b, d, t)] = 1;
+      }
     const int64_t line = idx[b];
     if (line < 0 || line >= lines) continue;
     for (int64_t d = 0; d < c.D; ++d) {
@@ -433,7 +508,7 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
         std::vector<double> e(S + c.Tq);
         for (int64_t j = 0; j < S; ++j) e[j] = ref_states.get(pool.at(line, d, j));
         for (int64_t t = 0; t < c.Tq; ++t) e[S + t] = xh.get(xi(b, d, t));
-        for (int64_t t = 0; t < c.Tq; ++t) ref[xi(b, d, t)] = wts.ref.point(d, &e[S + t - (W - 1)]);
+        for (int64_t t = 0; t < c.Tq; ++t) ref_at(b, d, t) = wts.ref.point(d, &e[S + t - (W - 1)]);
         for (int64_t j = 0; j < S; ++j) ref_states.set(pool.at(line, d, j), e[c.Tq + j]);
       } else {
         const int64_t nn = seqlens[b];
@@ -444,7 +519,7 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
             e[j] = ref_states.get(pool.at(line, d, pos));
           }
           e[W - 1] = xh.get(xi(b, d, t));
-          ref[xi(b, d, t)] = wts.ref.point(d, e);
+          ref_at(b, d, t) = wts.ref.point(d, e);
           ref_states.set(pool.at(line, d, (nn + t) % S), e[W - 1]);
         }
       }
@@ -453,35 +528,43 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
   for (int64_t b = 0; b < c.batch; ++b)
     if (idx[b] < 0 || idx[b] >= lines)
       for (int64_t d = 0; d < c.D; ++d)
-        for (int64_t t = 0; t < c.Tq; ++t) ref[xi(b, d, t)] = std::nan("");  // untouched
+        for (int64_t t = 0; t < c.Tq; ++t) ref_at(b, d, t) = std::nan("");  // untouched
 
-  DeviceBuffer xd(xh.bytes.size()), di(c.batch * 4 + 4), ds(c.batch * 4 + 4);
+  DeviceBuffer xd(xh.bytes.size()), od(oh.bytes.size()), di(c.batch * 4 + 4), ds(c.batch * 4 + 4);
   xh.upload(xd.get());
+  if (c.out) oh.upload(od.get());
   pool.host.upload(pool.dev.get());
   DKGPU_CHECK(cudaMemcpy(di.get(), idx.data(), c.batch * 4, cudaMemcpyHostToDevice));
   DKGPU_CHECK(cudaMemcpy(ds.get(), seqlens.data(), c.batch * 4, cudaMemcpyHostToDevice));
   const bool three = c.x3d || c.Tq > 1 || c.x_chan_last;
   const View xv = three ? View(xd.get(), 0, dt_dl(c.xdt), {c.batch, c.D, c.Tq}, {sb, sc, st})
                         : View(xd.get(), 0, dt_dl(c.xdt), {c.batch, c.D}, {sb, sc});
+  const uint64_t out_bytes = c.out_offset * dt_size(c.xdt);
+  const View ov = three ? View(od.get(), 0, dt_dl(c.xdt), {c.batch, c.D, c.Tq}, {osb, osc, ost}, out_bytes)
+                        : View(od.get(), 0, dt_dl(c.xdt), {c.batch, c.D}, {osb, osc}, out_bytes);
   const View wv = wts.wv(0), bv = wts.bv(0), sv = pool.view(0);
   const View iv(di.get(), 0, i32_dl(), {c.batch}, {1}), lv(ds.get(), 0, i32_dl(), {c.batch}, {1});
-  const std::vector<const DLTensor*> tensors = {
+  std::vector<const DLTensor*> tensors = {
       xv.get(), sv.get(), wv.get(), c.bias ? bv.get() : nullptr, iv.get(), c.circular ? lv.get() : nullptr};
+  if (c.out) tensors.push_back(ov.get());  // DK_UPDATE_OUT, after the other tensors
+  const char* op = c.out ? DK_OP_CAUSAL_CONV1D_UPDATE_OUT : DK_OP_CAUSAL_CONV1D_UPDATE;
   const std::vector<dk_scalar> scalars = {str_scalar(c.silu ? "silu" : "none"), int_scalar(-1)};
   std::string err;
   if (!capture) {
-    if (plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE, tensors, scalars, stream, &err) != DK_OK) return "run: " + err;
+    if (plugin.run(op, tensors, scalars, stream, &err) != DK_OK) return "run: " + err;
   } else {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     DKGPU_CHECK(cudaMemsetAsync(xd.get(), 0x7f, xh.bytes.size(), stream));
+    if (c.out) DKGPU_CHECK(cudaMemsetAsync(od.get(), 0x7f, oh.bytes.size(), stream));
     DKGPU_CHECK(cudaStreamSynchronize(stream));
     DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const int32_t status = plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE, tensors, scalars, stream, &err);
+    const int32_t status = plugin.run(op, tensors, scalars, stream, &err);
     DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
     if (status != DK_OK) return "run under capture: " + err;
     DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     xh.upload(xd.get());
+    if (c.out) oh.upload(od.get());
     pool.host.upload(pool.dev.get());
     DKGPU_CHECK(cudaGraphLaunch(exec, stream));
     DKGPU_CHECK(cudaStreamSynchronize(stream));
@@ -489,10 +572,12 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
     DKGPU_CHECK(cudaGraphDestroy(graph));
   }
   DKGPU_CHECK(cudaStreamSynchronize(stream));
-  HostArray xg(c.xdt, n), pg(c.sdt, pool.host.size());
+  HostArray xg(c.xdt, n), og(c.xdt, n_out), pg(c.sdt, pool.host.size());
   xg.download(xd.get());
+  if (c.out) og.download(od.get());
   pg.download(pool.dev.get());
   std::string problem = compare_x(xg, xh, ref, in_view, c.xdt);
+  if (problem.empty() && c.out) problem = compare_x(og, oh, out_ref, out_in_view, c.xdt, "out");
   if (problem.empty()) problem = compare_pool(pg, ref_states);
   const uint32_t flags = plugin.check_errors(stream);
   if (problem.empty() && (c.oor_row >= 0) != ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0))
@@ -772,6 +857,275 @@ std::vector<UpdateCase> update_cases(bool quick) {
   return cases;
 }
 
+// ---- the out-variants (causal_conv1d_varlen_out, causal_conv1d_update_out)
+//
+// Each case runs the in-place case's reference into a separate out of x's layout: out's pitch
+// differs from x's, and where out_offset is odd its base breaks 16-byte alignment (the kernels
+// must then store without vectors, or in the time-contiguous layout leave the row walker for the
+// tiled kernel); x must keep every bit, and out's skipped tokens and slack their sentinels.
+
+std::vector<VarlenCase> varlen_out_cases(bool quick) {
+  std::vector<VarlenCase> cases;
+  auto add = [&](VarlenCase c, const std::string& tag) {
+    c.out = true;
+    c.name = "varlen_out/" + tag;
+    cases.push_back(c);
+  };
+  const std::vector<int64_t> edge = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 300};
+  for (bool cl : {false, true}) {
+    const std::string L = cl ? "channel_last" : "time";
+    // Every dtype and width, every fourth sequence padded, priors on alternate sequences. out's
+    // pitch is 8 elements longer than x's: 16 or 32 bytes, so out keeps x's 16-byte phase (time:
+    // the row walker with vector stores; channel-last: the vector path).
+    for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+      for (int W : {2, 3, 4}) {
+        if (quick && W != 4) continue;
+        VarlenCase c;
+        c.xdt = c.wdt = c.bdt = c.sdt = xdt;
+        c.W = W;
+        c.S = W - 1;
+        c.channel_last = cl;
+        c.lens = edge;
+        c.pad_every = 4;
+        c.out_ld_extra = 8;
+        add(c, L + "/" + dt_name(xdt) + "/w" + std::to_string(W) + "/padded");
+      }
+    if (quick) continue;
+    VarlenCase m;
+    m.channel_last = cl;
+    m.lens = edge;
+    m.wdt = m.bdt = m.sdt = Dt::f32;
+    m.out_ld_extra = 8;
+    add(m, L + "/bf16/f32-weights-states");
+    // Alignment: x's rows 16-byte aligned (time: pitch 248 bf16), out misaligned and out of x's
+    // phase (the scalar paths; time: the tiled kernel); then both misaligned in the same phase
+    // (time: the row walker on misaligned rows; channel-last: scalar).
+    VarlenCase a;
+    a.channel_last = cl;
+    a.lens = {77, 5, 123, 1, 0, 40};  // T = 246
+    a.pad_every = 3;
+    a.ld_extra = cl ? 0 : 2;
+    a.out_offset = 3;
+    a.out_ld_extra = 5;
+    add(a, L + "/misaligned-out");
+    a.x_offset = 3;
+    a.out_ld_extra = a.ld_extra + 8;
+    add(a, L + "/misaligned-in-phase");
+    a.x_offset = 0;
+    a.out_offset = 0;
+    a.out_ld_extra = a.ld_extra + 1;  // aligned base, a pitch that is not a multiple of 16 bytes
+    add(a, L + "/odd-pitch-out");
+    // Initial states: none (no tensor), all.
+    VarlenCase i;
+    i.channel_last = cl;
+    i.lens = {30, 20, 70, 0, 9};
+    i.out_ld_extra = 16;
+    i.init_mode = 0;
+    add(i, L + "/no-init-tensor");
+    i.init_mode = 1;
+    i.pad_every = 2;
+    add(i, L + "/all-init/padded");
+    i.pad_every = 0;
+    i.oor_seq = 2;
+    add(i, L + "/out-of-range-index");
+    VarlenCase g;
+    g.channel_last = cl;
+    g.lens = {100, 27};
+    g.q_shift = 9;  // the tokens before q[0] belong to no sequence: out keeps them
+    g.out_ld_extra = 8;
+    add(g, L + "/gap-before-first");
+    VarlenCase s;
+    s.channel_last = cl;
+    s.lens = {33, 1, 2, 150, 0, 9};
+    s.S = 6;
+    s.W = 3;
+    s.out_ld_extra = 8;
+    s.state_layout = 1;
+    add(s, L + "/S6-w3/state-layout1");
+    VarlenCase ls;
+    ls.channel_last = cl;
+    ls.lens = {1500, 3, 700, 1, 0, 2, 513};
+    ls.S = 8;
+    ls.pad_every = 3;
+    ls.out_ld_extra = 8;
+    add(ls, L + "/long-S8/padded");
+    VarlenCase dense;
+    dense.channel_last = cl;
+    for (int k = 0; k < 150; ++k) dense.lens.push_back(k % 6);
+    dense.pad_every = 5;
+    dense.out_ld_extra = 8;
+    add(dense, L + "/dense-short");
+    // Token tiles: sequences crossing one or several boundaries (states parked for the finish
+    // pass; out parks no outputs), S up to the tail and beyond 3, padded sequences. Time: x and
+    // out pitches multiples of 16 bytes (the vector tiled kernel), then a misaligned out (scalar).
+    for (int S : {3, 5, 8}) {
+      VarlenCase t;
+      t.channel_last = cl;
+      t.tile = cl ? 64 : 512;
+      t.S = S;
+      t.lens = cl ? std::vector<int64_t>{63, 1, 65, 2, 1, 200, 130, 0, 64, 62, 3, 0}
+                  : std::vector<int64_t>{2047, 1, 2049, 2, 1, 3000, 2100, 0, 2048, 2046, 3, 0, 1023, 1025};
+      t.pad_every = 5;
+      t.ld_extra = cl ? 0 : 7;  // time: T = 15345, pitch 15352
+      t.out_ld_extra = cl ? 8 : 15;
+      const std::string tag = L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S);
+      add(t, tag);
+      t.xdt = t.wdt = t.bdt = t.sdt = Dt::f32;
+      add(t, tag + "/f32");
+      t.xdt = t.wdt = t.bdt = t.sdt = Dt::f16;
+      t.out_offset = 1;
+      t.out_ld_extra = 3;
+      add(t, tag + "/f16/misaligned-out");
+    }
+    // The default tiling of long rows (time: D = 512 is too few rows for the walker at 7k tokens).
+    VarlenCase big;
+    big.channel_last = cl;
+    big.D = 512;
+    big.lens = {3000, 1, 2047, 2049, 5};  // T = 7102
+    big.pad_every = 4;
+    big.ld_extra = cl ? 0 : 2;
+    big.out_ld_extra = cl ? 8 : 10;
+    add(big, L + "/long-default-tiles");
+    VarlenCase crowd;
+    crowd.channel_last = cl;
+    crowd.tile = cl ? 64 : 512;
+    crowd.S = 40;
+    crowd.lens = {cl ? 25 : 473};
+    crowd.lens.insert(crowd.lens.end(), 35, 1);
+    crowd.lens.insert(crowd.lens.end(), 8, 0);
+    crowd.lens.insert(crowd.lens.end(), {cl ? 70 : 600, 5});
+    crowd.pad_every = 7;
+    crowd.out_ld_extra = 8;
+    add(crowd, L + "/crowded-tail");
+    if (cl) {
+      // Token rows over 8 KB: 16-byte threads, with and without tiles.
+      VarlenCase wide;
+      wide.channel_last = true;
+      wide.D = 4160;
+      wide.lens = {77, 5, 123, 1, 0, 40};
+      wide.pad_every = 4;
+      wide.out_ld_extra = 8;
+      add(wide, L + "/wide-rows");
+      wide.tile = 64;
+      add(wide, L + "/wide-rows/tiles64");
+      wide.out_offset = 1;
+      add(wide, L + "/wide-rows/tiles64/misaligned-out");
+    }
+    VarlenCase empty;
+    empty.channel_last = cl;
+    empty.lens = {0, 0, 0};
+    empty.out_ld_extra = 8;
+    add(empty, L + "/all-empty");
+  }
+  return cases;
+}
+
+std::vector<UpdateCase> update_out_cases(bool quick) {
+  std::vector<UpdateCase> cases;
+  auto add = [&](UpdateCase c, const std::string& tag) {
+    c.out = true;
+    c.name = "update_out/" + tag;
+    cases.push_back(c);
+  };
+  // Every dtype and width, every third row padded, out's rows 8 elements apart beyond x's (batch
+  // 8: the lean kernel at W 4, S 3; per channel otherwise); circular states (per channel at S 4,
+  // staged beyond).
+  for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+    for (int W : {2, 3, 4}) {
+      UpdateCase c;
+      c.xdt = c.wdt = c.sdt = xdt;
+      c.W = W;
+      c.S = W - 1;
+      c.pad_every = 3;
+      c.out_batch_extra = 8;
+      const std::string tag = std::string(dt_name(xdt)) + "/w" + std::to_string(W);
+      add(c, tag + "/padded");
+      if (quick) continue;
+      c.circular = true;
+      c.S = W + 2;
+      add(c, tag + "/circular");
+    }
+  if (quick) return cases;
+  UpdateCase c;
+  // The 16-byte kernel (batch >= 16, contiguous channels), both state layouts, then outs it
+  // cannot store into (misaligned; channel pitch 2): the per-channel kernel.
+  c.batch = 70;
+  c.pad_every = 3;
+  c.out_batch_extra = 8;
+  add(c, "vec/padded");
+  c.state_layout = 1;
+  add(c, "vec/state-layout1");
+  c.state_layout = 0;
+  c.out_offset = 3;
+  add(c, "vec/misaligned-out");
+  c.out_offset = 0;
+  c.out_pitch_extra = 1;
+  add(c, "channel-pitch2-out");
+  c = UpdateCase{};  // two rows a block, the last block with one
+  c.D = 8192;
+  c.batch = 301;
+  c.pad_every = 7;
+  c.out_batch_extra = 8;
+  add(c, "D8192-batch301-two-rows");
+  c = UpdateCase{};
+  c.D = 200;
+  c.batch = 130;
+  c.out_batch_extra = 16;
+  add(c, "D200-batch130");
+  // Several tokens: per channel (Tq <= 4), staged (Tq 5, S 12), x and out time-contiguous with
+  // out's channel pitch beyond Tq, or channel-last with out's time pitch beyond D.
+  c = UpdateCase{};
+  c.Tq = 4;
+  c.pad_every = 3;
+  c.out_pitch_extra = 2;
+  add(c, "tq4");
+  c.S = 2;
+  c.W = 3;
+  c.Tq = 5;
+  add(c, "tq5-S2");
+  c.out_pitch_extra = 0;
+  c.out_batch_extra = 3;
+  add(c, "tq5-S2/compact-rows");
+  c = UpdateCase{};
+  c.Tq = 3;
+  c.x_chan_last = true;
+  c.pad_every = 4;
+  c.out_pitch_extra = 8;
+  add(c, "tq3-channel-last-x");
+  c.Tq = 5;
+  add(c, "tq5-channel-last-x");
+  c.out_offset = 1;
+  add(c, "tq5-channel-last-x/misaligned-out");
+  c = UpdateCase{};
+  c.D = 8192;
+  c.batch = 3;
+  c.S = 12;
+  c.Tq = 2;
+  c.out_pitch_extra = 1;
+  add(c, "D8192-S12-tq2");
+  c = UpdateCase{};
+  c.x3d = true;
+  c.batch_extra = 8;
+  c.out_batch_extra = 5;
+  add(c, "x3d-strided-batch");
+  c = UpdateCase{};
+  c.state_layout = 2;
+  c.circular = true;
+  c.S = 7;
+  add(c, "state-layout2/circular");
+  c = UpdateCase{};
+  c.oor_row = 5;
+  c.out_batch_extra = 8;
+  add(c, "out-of-range-index");
+  c = UpdateCase{};
+  c.indices = false;
+  c.bias = false;
+  c.silu = false;
+  c.out_offset = 1;
+  add(c, "identity/no-bias/no-act/misaligned-out");
+  return cases;
+}
+
 // Prefill of the first part, then single-token updates, equals one prefill of the whole.
 std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool channel_last) {
   const int64_t D = 128, L = 40, P = 33, S = 3, W = 4;
@@ -1045,6 +1399,8 @@ int main(int argc, char** argv) {
     if (check) {
       for (const auto& c : varlen_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
       for (const auto& c : update_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
+      for (const auto& c : varlen_out_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
+      for (const auto& c : update_out_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
       for (bool cl : {false, true})
         f.report(std::string("prefill-then-updates/") + (cl ? "channel_last" : "time"),
                  prefill_then_updates(plugin, stream, cl));
@@ -1063,6 +1419,24 @@ int main(int argc, char** argv) {
       u.circular = true;
       u.S = 5;
       f.report("capture/update/circular", run_update_case(plugin, u, stream, true));
+      for (bool cl : {false, true}) {
+        VarlenCase c;
+        c.out = true;
+        c.channel_last = cl;
+        c.tile = cl ? 64 : 512;
+        c.lens = cl ? std::vector<int64_t>{63, 1, 65, 200, 130, 0, 64}
+                    : std::vector<int64_t>{2047, 1, 3000, 2100, 0, 2048};
+        c.pad_every = 3;
+        c.out_ld_extra = 8;
+        f.report(std::string("capture/varlen_out/") + (cl ? "channel_last" : "time") + "/tiled",
+                 run_varlen_case(plugin, c, stream, true));
+      }
+      UpdateCase uo;
+      uo.out = true;
+      uo.batch = 33;
+      uo.pad_every = 4;
+      uo.out_batch_extra = 8;
+      f.report("capture/update_out", run_update_case(plugin, uo, stream, true));
       std::printf("\n%d checks, %d failed\n", f.checks, f.failed);
     }
     if (do_bench) bench(plugin, stream, update_only, filter, iters);

@@ -39,29 +39,34 @@ struct ConvCommon {
 
 struct VarlenParams {
   ConvCommon conv;
-  void* x;  // (D, T), convolved in place
+  void* x;  // (D, T), the inputs; written only when out == x (in place)
   int64_t chan_stride, time_stride;
+  void* out;  // (D, T), the outputs: x in place, else causal_conv1d_varlen_out's out
+  int64_t out_chan_stride, out_time_stride;
   int64_t dim, tokens;
   StateView state;
   IndexView query_start_loc;    // int32, batch+1
   IndexView cache_indices;      // int32 or none
   IndexView has_initial_state;  // uint8 or none
   int32_t batch;
-  // Token tiling: tile g covers tokens [g*tile_len, (g+1)*tile_len). A tile never writes the
-  // outputs of its last tail_len tokens (the next tile reads them as its halo, and the state
-  // of a sequence ending there may need them): it parks them, and the finish pass writes them.
+  // Token tiling: tile g covers tokens [g*tile_len, (g+1)*tile_len). In place, a tile never
+  // writes the outputs of its last tail_len tokens (the next tile reads them as its halo, and the
+  // state of a sequence ending there may need them): it parks them, and the finish pass writes
+  // them. Into a separate out, x keeps its originals and nothing is parked (parks_tail).
   int64_t tile_len;
   int32_t ntiles;
   int32_t rows_per_block;  // time-contiguous: channel rows of one block
   int32_t tail_len;        // max(3, S)
-  void* park;              // (ntiles-1) tails of x's dtype; layout per kernel, see varlen_common.cuh
+  void* park;              // (ntiles-1) tails of x's dtype (in place only); layout per kernel
   float* state_park;       // (ntiles-1, S, D): new states of sequences that end in a later tile
 };
 
 struct UpdateParams {
   ConvCommon conv;
-  void* x;  // (batch, D, Tq), convolved in place
+  void* x;  // (batch, D, Tq), the inputs; written only when out == x (in place)
   int64_t x_batch_stride, x_chan_stride, x_time_stride;
+  void* out;  // (batch, D, Tq), the outputs: x in place, else causal_conv1d_update_out's out
+  int64_t out_batch_stride, out_chan_stride, out_time_stride;
   int64_t dim;
   int32_t batch, tokens;  // tokens: Tq
   StateView state;

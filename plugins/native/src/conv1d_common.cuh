@@ -372,6 +372,13 @@ __device__ __forceinline__ int32_t tile_of(const VarlenParams& p, int64_t pos) {
   return static_cast<int32_t>(g < p.ntiles - 1 ? g : p.ntiles - 1);
 }
 
+// Whether the tiled kernels park the outputs of a tile's tail (and the finish pass writes them):
+// in place only. There the next tile reads its halo, and a crossing sequence the originals of its
+// new state, from x, which the tail's outputs would overwrite; into a separate out (the *_out ops:
+// the core guarantees out shares no memory with x) x keeps every original, so a tile stores its
+// whole output. Uniform over the call: no branch per token.
+__host__ __device__ __forceinline__ bool parks_tail(const VarlenParams& p) { return p.out == p.x; }
+
 // The new state of sequence b, one channel, written after the prior was read:
 // new s[j] = e[L + j], e = concat(prior, x_b). Ascending j reads old entries L+j > j before
 // they are overwritten. x holds originals at [max(q0, q1-S), q1) when this runs. With

@@ -23,7 +23,7 @@ struct VarlenPlan {
   int32_t ntiles = 1;
   int32_t tail_len = 0;
   int32_t rows_per_block = 1;
-  size_t park_bytes = 0;        // parked tail outputs, x's dtype
+  size_t park_bytes = 0;        // parked tail outputs, x's dtype (in place only: parks_tail)
   size_t state_park_bytes = 0;  // parked new states, f32
   size_t scratch_bytes() const { return park_bytes + state_park_bytes; }
 };

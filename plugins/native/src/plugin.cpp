@@ -1,7 +1,7 @@
-// The native backend: tuned CUDA kernels for sm_80 and sm_90 that convolve x in place.
-// This file is the plugin's C ABI side: capabilities and limits (the core checks every call
-// against them, so native has no supports()), argument unpacking, the per-device state (SM
-// count, error word), and the launches.
+// The native backend: tuned CUDA kernels for sm_80 and sm_90 that convolve x in place, or into
+// a caller's out with x untouched (the *_out ops, ABI 1.1). This file is the plugin's C ABI side:
+// capabilities and limits (the core checks every call against them, so native has no
+// supports()), argument unpacking, the per-device state (SM count, error word), and the launches.
 #include <cuda_runtime_api.h>
 #include <deltakern/op_schemas.h>
 #include <deltakern/plugin_abi.h>
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -67,6 +68,15 @@ constexpr const char* kUpdateSchema =
     "causal_conv1d_update(Tensor(a!) x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, "
     "Tensor? conv_state_indices, Tensor? cache_seqlens, str activation=\"none\", "
     "int pad_slot_id=-1) -> Tensor(a)";
+// The out-variants write out alone (and the states): x is an input like the others.
+constexpr const char* kVarlenOutSchema =
+    "causal_conv1d_varlen_out(Tensor x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, "
+    "Tensor query_start_loc, Tensor? cache_indices, Tensor? has_initial_state, Tensor(a!) out, "
+    "str activation=\"none\", int pad_slot_id=-1, int? max_seq_len=None) -> ()";
+constexpr const char* kUpdateOutSchema =
+    "causal_conv1d_update_out(Tensor x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, "
+    "Tensor? conv_state_indices, Tensor? cache_seqlens, Tensor(a!) out, str activation=\"none\", "
+    "int pad_slot_id=-1) -> ()";
 
 // ---- per-device state, resolved on first use
 
@@ -247,10 +257,13 @@ bool aligned(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
 }
 
-void run_varlen(Plugin& plugin, const dk_call& call) {
-  const plugin::VarlenArgs a = plugin::unpack_varlen(call);
+// out_variant: causal_conv1d_varlen_out (the core checked out against x: shape, dtype, device,
+// layout class, no overlap with any argument).
+void run_varlen(Plugin& plugin, const dk_call& call, bool out_variant) {
+  const plugin::VarlenArgs a = plugin::unpack_varlen(call, out_variant);
   check_varlen(a);
   const DLTensor& x = *a.x;
+  const DLTensor& out = a.out != nullptr ? *a.out : x;
   DeviceGuard guard(x.device.device_id);
   const DeviceInfo& dev = device_info(plugin, x.device.device_id);
 
@@ -259,6 +272,9 @@ void run_varlen(Plugin& plugin, const dk_call& call) {
   p.x = plugin::data_of<void>(x);
   p.chan_stride = plugin::stride_of(x, 0);
   p.time_stride = plugin::stride_of(x, 1);
+  p.out = plugin::data_of<void>(out);
+  p.out_chan_stride = plugin::stride_of(out, 0);
+  p.out_time_stride = plugin::stride_of(out, 1);
   p.dim = x.shape[0];
   p.tokens = x.shape[1];
   p.state = state_view(*a.conv_states);
@@ -272,15 +288,24 @@ void run_varlen(Plugin& plugin, const dk_call& call) {
   const int64_t esz = dt == kF32 ? 4 : 2;
   const bool channel_last = a.channel_last();
   // Vector accesses along the contiguous dimension (16 bytes; channel-last: 8 or 16, see
-  // channel_last_vec_bytes) when the base, the other stride and the contiguous extent allow;
-  // otherwise the scalar instantiation.
+  // channel_last_vec_bytes) when the base, the other stride and the contiguous extent allow, for
+  // x's loads and out's stores alike (out has its own base and strides; in place it is x);
+  // otherwise the scalar instantiation. out is in x's layout class, so its contiguous stride is 1
+  // where x's is.
   bool vectorized;
   if (channel_last) {
-    vectorized = aligned(p.x, 16) && (p.tokens <= 1 || (p.time_stride * esz) % 16 == 0) &&
+    const auto rows_allow = [&](const void* base, int64_t time_stride) {
+      return aligned(base, 16) && (p.tokens <= 1 || (time_stride * esz) % 16 == 0);
+    };
+    vectorized = rows_allow(p.x, p.time_stride) && rows_allow(p.out, p.out_time_stride) &&
                  p.dim % channel_last_vec_width(dt, true, p.dim) == 0;
   } else {
-    vectorized = aligned(p.x, 16) && (p.dim <= 1 || (p.chan_stride * esz) % 16 == 0);
+    const auto rows_allow = [&](const void* base, int64_t chan_stride) {
+      return aligned(base, 16) && (p.dim <= 1 || (chan_stride * esz) % 16 == 0);
+    };
+    vectorized = rows_allow(p.x, p.chan_stride) && rows_allow(p.out, p.out_chan_stride);
     p.time_stride = 1;
+    p.out_time_stride = 1;
   }
 
   const LaunchOptions options = launch_options(plugin, dev);
@@ -291,13 +316,17 @@ void run_varlen(Plugin& plugin, const dk_call& call) {
       plan.state_park_bytes == 0 ? nullptr : reinterpret_cast<float*>(scratch.get() + plan.park_bytes);
   const int err = launch_varlen(p, dt, plan, options, call.stream);
   if (err != cudaSuccess)
-    throw Failure(DK_ERR_RUNTIME, cuda_message("native: causal_conv1d_varlen launch", err));
+    throw Failure(DK_ERR_RUNTIME, cuda_message(out_variant ? "native: causal_conv1d_varlen_out launch"
+                                                           : "native: causal_conv1d_varlen launch",
+                                               err));
 }
 
-void run_update(Plugin& plugin, const dk_call& call) {
-  const plugin::UpdateArgs a = plugin::unpack_update(call);
+// out_variant: causal_conv1d_update_out (out checked by the core as for varlen).
+void run_update(Plugin& plugin, const dk_call& call, bool out_variant) {
+  const plugin::UpdateArgs a = plugin::unpack_update(call, out_variant);
   check_update(a);
   const DLTensor& x = *a.x;
+  const DLTensor& out = a.out != nullptr ? *a.out : x;
   DeviceGuard guard(x.device.device_id);
   const DeviceInfo& dev = device_info(plugin, x.device.device_id);
 
@@ -307,6 +336,10 @@ void run_update(Plugin& plugin, const dk_call& call) {
   p.x_batch_stride = plugin::stride_of(x, 0);
   p.x_chan_stride = plugin::stride_of(x, 1);
   p.x_time_stride = x.ndim == 3 ? plugin::stride_of(x, 2) : 1;
+  p.out = plugin::data_of<void>(out);
+  p.out_batch_stride = plugin::stride_of(out, 0);
+  p.out_chan_stride = plugin::stride_of(out, 1);
+  p.out_time_stride = out.ndim == 3 ? plugin::stride_of(out, 2) : 1;
   p.dim = x.shape[1];
   p.batch = static_cast<int32_t>(a.batch());
   p.tokens = static_cast<int32_t>(a.tokens());
@@ -315,7 +348,9 @@ void run_update(Plugin& plugin, const dk_call& call) {
   p.cache_seqlens = index_view(a.cache_seqlens);
   const int err = launch_update(p, dtype_code(x.dtype), launch_options(plugin, dev), call.stream);
   if (err != cudaSuccess)
-    throw Failure(DK_ERR_RUNTIME, cuda_message("native: causal_conv1d_update launch", err));
+    throw Failure(DK_ERR_RUNTIME, cuda_message(out_variant ? "native: causal_conv1d_update_out launch"
+                                                           : "native: causal_conv1d_update launch",
+                                               err));
 }
 
 // ---- the C ABI
@@ -323,16 +358,33 @@ void run_update(Plugin& plugin, const dk_call& call) {
 int32_t varlen_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
                    size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
-    run_varlen(*static_cast<Plugin*>(self), *call);
+    run_varlen(*static_cast<Plugin*>(self), *call, false);
     *result = plugin::make_view_result(*call->tensors[DK_VARLEN_X]);
+  });
+}
+
+// The out-variants return nothing: out holds the result.
+int32_t varlen_out_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
+                       size_t error_size) {
+  return plugin::guarded(error, error_size, [&] {
+    *result = nullptr;
+    run_varlen(*static_cast<Plugin*>(self), *call, true);
   });
 }
 
 int32_t update_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
                    size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
-    run_update(*static_cast<Plugin*>(self), *call);
+    run_update(*static_cast<Plugin*>(self), *call, false);
     *result = plugin::make_view_result(*call->tensors[DK_UPDATE_X]);
+  });
+}
+
+int32_t update_out_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
+                       size_t error_size) {
+  return plugin::guarded(error, error_size, [&] {
+    *result = nullptr;
+    run_update(*static_cast<Plugin*>(self), *call, true);
   });
 }
 
@@ -423,11 +475,14 @@ int32_t plugin_check_errors(void* self, DLDevice device, void* stream, uint32_t*
 const dk_op kOps[] = {
     {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN, kVarlenSchema, &kVarlenCaps, nullptr, varlen_run},
     {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateSchema, &kUpdateCaps, nullptr, update_run},
+    // Same caps and limits as their base ops: the same kernels serve them.
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_VARLEN_OUT, kVarlenOutSchema, &kVarlenCaps, nullptr, varlen_out_run},
+    {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE_OUT, kUpdateOutSchema, &kUpdateCaps, nullptr, update_out_run},
 };
 
-const dk_plugin kPlugin = {sizeof(dk_plugin),  DK_ABI_MAJOR, DK_ABI_MINOR,    "native", "0.1.0",
-                           plugin_init,        plugin_probe, plugin_shutdown, 2,        kOps,
-                           plugin_check_errors};
+const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR, DK_ABI_MINOR,       "native",
+                           "0.1.0",           plugin_init,  plugin_probe,       plugin_shutdown,
+                           std::size(kOps),   kOps,         plugin_check_errors};
 
 }  // namespace
 }  // namespace deltakern::native

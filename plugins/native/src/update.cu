@@ -12,6 +12,9 @@
 //   dimension is contiguous, computes one (channel, row) per thread there, and copies them back,
 //   so that S, Tq, the state dtype and every stride are run-time values without register
 //   arrays of run-time size.
+// Every kernel reads x and writes its outputs to out (x itself in place, causal_conv1d_update;
+// a separate tensor with its own strides for causal_conv1d_update_out), skipped rows of out left
+// as they were; each output is stored once, after every input it depends on was loaded.
 #include <algorithm>
 
 #include "conv1d_common.cuh"
@@ -114,6 +117,14 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_kernel(const UpdateParam
     return reinterpret_cast<unsigned char*>(static_cast<T*>(p.x) + (b0 + r) * p.x_batch_stride +
                                             c0 * p.x_chan_stride);
   };
+  auto out_gmem = [&](int r) {
+    return reinterpret_cast<unsigned char*>(static_cast<T*>(p.out) + (b0 + r) * p.out_batch_stride +
+                                            c0 * p.out_chan_stride);
+  };
+  // The outputs leave the x slab (laid out as xl says) for out's strides: out's own copy pattern
+  // where it places the slab's elements alike (always in place), else element by element.
+  const SlabLayout ol_own = slab_layout(p.out_chan_stride, p.out_time_stride, nc, tq);
+  const SlabLayout ol = ol_own.sc == xl.sc && ol_own.sj == xl.sj ? ol_own : SlabLayout{xl.sc, xl.sj, 2};
   auto s_gmem = [&](int r) {
     return static_cast<unsigned char*>(st.data) + (lines[r] * st.line_stride + c0 * st.chan_stride) * ssz;
   };
@@ -183,8 +194,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_kernel(const UpdateParam
   __syncthreads();
 
   copy_slabs<kNThreads, false>(
-      x_slab(0), x_bytes + s_bytes, nrows, lines, [&](int r) { return x_gmem(r); }, sizeof(T), nc, tq,
-      p.x_chan_stride, p.x_time_stride, xl);
+      x_slab(0), x_bytes + s_bytes, nrows, lines, [&](int r) { return out_gmem(r); }, sizeof(T), nc, tq,
+      p.out_chan_stride, p.out_time_stride, ol);
   copy_slabs<kNThreads, false>(
       s_slab(0), x_bytes + s_bytes, nrows, lines, [&](int r) { return s_gmem(r); }, ssz, nc, S,
       st.chan_stride, st.pos_stride, sl);
@@ -214,7 +225,8 @@ __global__ void __launch_bounds__(kDirectThreads) update_direct_kernel(const Upd
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t line = state_line(p.state_indices, b, st, p.conv, c == 0);
     if (line < 0) continue;
-    T* const xr = static_cast<T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
+    const T* const xr = static_cast<const T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
+    T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c * p.out_chan_stride;
     float xv[kDirectMaxTokens], sv[kS];
 #pragma unroll
     for (int t = 0; t < kDirectMaxTokens; ++t) xv[t] = t < tq ? to_float(xr[t * p.x_time_stride]) : 0.f;
@@ -265,7 +277,7 @@ __global__ void __launch_bounds__(kDirectThreads) update_direct_kernel(const Upd
     }
 #pragma unroll
     for (int t = 0; t < kDirectMaxTokens; ++t)
-      if (t < tq) xr[t * p.x_time_stride] = from_float<T>(out[t]);
+      if (t < tq) outr[t * p.out_time_stride] = from_float<T>(out[t]);
 #pragma unroll
     for (int j = 0; j < kS; ++j) store_float(st.data, state_offset(st, line, c, j), st.dtype, sv[j]);
   }
@@ -320,13 +332,14 @@ __global__ void __launch_bounds__(kLeanThreads) update_lean_kernel(const UpdateP
   for (int k = 0; k < kMaxWidth; ++k) taps.w[k] = to_float(__ldg(w + k * conv.w_tap_stride));
   taps.bias =
       conv.bias != nullptr ? to_float(__ldg(static_cast<const T*>(conv.bias) + c * conv.bias_stride)) : 0.f;
-  T* const xr = static_cast<T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
+  const T* const xr = static_cast<const T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
+  T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c * p.out_chan_stride;
   const float xv = to_float(*xr);
   const int64_t line = state_line(p.state_indices, b, st, conv, c == 0);
-  if (line < 0) return;  // padded: x and the row stay as they are
+  if (line < 0) return;  // padded: out and the row stay as they are
   T* const row = static_cast<T*>(st.data) + line * st.line_stride + c * st.chan_stride;
   const float s0 = to_float(row[0]), s1 = to_float(row[st.pos_stride]), s2 = to_float(row[2 * st.pos_stride]);
-  *xr = from_float<T>(conv_point<T>(taps, 0, s0, s1, s2, xv, conv.silu));
+  *outr = from_float<T>(conv_point<T>(taps, 0, s0, s1, s2, xv, conv.silu));
   row[0] = from_float<T>(s1);
   row[st.pos_stride] = from_float<T>(s2);
   row[2 * st.pos_stride] = from_float<T>(xv);
@@ -376,7 +389,8 @@ __global__ void __launch_bounds__(kVecThreads) update_vec_kernel(const UpdatePar
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t line = state_line(p.state_indices, b, st, p.conv, c0 == 0);
     if (line < 0) continue;
-    T* const xr = static_cast<T*>(p.x) + b * p.x_batch_stride + c0;
+    const T* const xr = static_cast<const T*>(p.x) + b * p.x_batch_stride + c0;
+    T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c0;
     T* const sr = static_cast<T*>(st.data) + line * st.line_stride + c0 * st.chan_stride;
     Pack xv;
     xv.v = *reinterpret_cast<const uint4*>(xr);
@@ -429,7 +443,7 @@ __global__ void __launch_bounds__(kVecThreads) update_vec_kernel(const UpdatePar
           if (j == n0) sset(i, j, cur);
       }
     }
-    *reinterpret_cast<uint4*>(xr) = xv.v;
+    *reinterpret_cast<uint4*>(outr) = xv.v;
 #pragma unroll
     for (int j = 0; j < kS; ++j) {
       if (kStateChanMajor)
@@ -450,6 +464,8 @@ static bool vec_layout(const UpdateParams& p, bool& chan_major) {
   if (p.tokens != 1 || p.x_chan_stride != 1 || p.dim % kC != 0 || !a16(p.x) ||
       (p.x_batch_stride * es) % 16 != 0)
     return false;
+  // out takes the same 16-byte stores (its own strides and alignment: the *_out op's out may differ).
+  if (p.out_chan_stride != 1 || !a16(p.out) || (p.out_batch_stride * es) % 16 != 0) return false;
   if (st.len < 1 || st.len > 4 || !a16(st.data) || (st.line_stride * es) % 16 != 0) return false;
   if (st.pos_stride == 1 && st.chan_stride == st.len) {
     chan_major = true;

@@ -9,7 +9,8 @@
 // In place without races: a thread reads and writes only its own channels, and the only tokens
 // of this tile that another tile reads are its last tail_len (the next tile's halo, and the
 // originals a crossing sequence's new state is made of). Their outputs are parked, and the
-// finish pass writes them (varlen_launch.cu).
+// finish pass writes them (varlen_launch.cu). Into a separate out (causal_conv1d_varlen_out)
+// every load still reads x, which nothing writes, so nothing is parked (parks_tail).
 #include "conv1d_common.cuh"
 #include "launch.h"
 
@@ -61,12 +62,14 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   if (c0 >= p.dim) return;  // no block-wide barrier below
   const int64_t t_end = min(t_begin + p.tile_len, p.tokens);
   const bool last_tile = g == p.ntiles - 1;
-  const int64_t park_from = last_tile ? t_end : t_end - p.tail_len;
-  const int64_t ts = p.time_stride;
+  const bool parks = !last_tile && parks_tail(p);
+  const int64_t park_from = parks ? t_end - p.tail_len : t_end;
+  const int64_t ts = p.time_stride, out_ts = p.out_time_stride;
   T* const x = static_cast<T*>(p.x) + c0;
+  T* const out_base = static_cast<T*>(p.out) + c0;  // x in place; vector-aligned where x is (plugin.cpp)
   // Park layout (ntiles-1, tail_len, D): a parked row is as coalesced as an x row.
   T* const park =
-      last_tile ? nullptr : static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0;
+      parks ? static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0 : nullptr;
   auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
 
   ChannelTaps taps[kVec];
@@ -159,8 +162,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       for (int sg = 0; sg < kStages; ++sg) issue(ring + sg * kBatch * Kt::kNThreads);
     }
 
-    // e-values of the three tokens before a: x (originals: this tile has not written them, or
-    // they are the previous tile's parked tail), or the prior before the sequence starts. The x
+    // e-values of the three tokens before a: x (originals: this tile has not written them, they
+    // are the previous tile's parked tail, or out is not x), or the prior before the sequence
+    // starts. The x
     // rows and the flag are loaded with the line, not after it: one round trip less.
     Vec halo[kHalo];
 #pragma unroll
@@ -198,8 +202,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     // them when the walk ends (its entries are e, except the taps a narrow width skips, which
     // start as zeros): written then from registers. Otherwise from the originals, before the walk
     // overwrites them: this thread has not written them yet, and those before the tile are the
-    // previous tile's parked tail. A sequence that started in an earlier tile, whose first tile
-    // reads the old prior, parks its new state for the finish pass.
+    // previous tile's parked tail (or out is not x). A sequence that started in an earlier tile, whose first
+    // tile reads the old prior, parks its new state for the finish pass.
     float* const spark = a == q0 ? nullptr : p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim;
     const bool state_from_window = st.len <= kHalo && (first == 0 || q1 - q0 >= kHalo);
     if (ends_here && !state_from_window) {
@@ -207,9 +211,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       for (int v = 0; v < kVec; ++v) write_new_state<T>(p, x + v, ts, q0, q1, line, c0 + v, init, spark);
     }
 
-    // Row r of the piece is written at out_x (then out_x += ts) until the parked tail, whose rows
-    // go to the park buffer.
-    T* out_x = x + a * ts;
+    // Row r of the piece is written at out_x (then out_x += out_ts) until the parked tail, whose
+    // rows go to the park buffer.
+    T* out_x = out_base + a * out_ts;
     const int32_t park_row =
         static_cast<int32_t>(min(max(park_from - a, int64_t{0}), static_cast<int64_t>(rows)));
     T* const park_at = park != nullptr ? park + (a + park_row - park_from) * p.dim : nullptr;
@@ -226,7 +230,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       T* o = out_x;
       if (r >= park_row) o = park_at + static_cast<int64_t>(r - park_row) * p.dim;
       store_elems<T, kVec>(o, out);
-      out_x += ts;
+      out_x += out_ts;
     };
 
     if constexpr (kVectorized) {

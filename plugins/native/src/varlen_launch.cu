@@ -17,8 +17,9 @@ uint32_t* error_word_address(int* err) {
 }
 
 // The finish pass, one block per (tile boundary, 256 channels): writes the parked outputs of
-// the tail before boundary g into x, and the parked new state of the sequence that crosses
-// boundary g and ends in tile g. Runs after every tile of the main pass has read its halo.
+// the tail before boundary g into x (in place only: into a separate out the main pass stored
+// them, see parks_tail), and the parked new state of the sequence that crosses boundary g and
+// ends in tile g. Runs after every tile of the main pass has read its halo and its prior.
 // Copies raw element bits, so it is instantiated per element size only.
 //
 // A thread's work is a few loads and stores, so its time is its chain of dependent loads. Which
@@ -36,7 +37,7 @@ __global__ void varlen_finish_kernel(const VarlenParams p, bool channel_last) {
   const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   const bool live = c < p.dim;  // the others still take part in their warp's lookups
   const int lane = threadIdx.x % 32;
-  E* const x = static_cast<E*>(p.x);
+  E* const out = static_cast<E*>(p.out);  // x itself wherever a tail was parked
   const E* const park = static_cast<const E*>(p.park);
   const int64_t boundary = static_cast<int64_t>(g) * p.tile_len;
   const int64_t from = boundary - p.tail_len;
@@ -70,15 +71,17 @@ __global__ void varlen_finish_kernel(const VarlenParams p, bool channel_last) {
     return s;
   };
 
-  // Same skip rules as the main pass: a token is written iff the main pass parked it.
-  for (int64_t t = from > 0 ? from : 0; t < boundary; ++t) {
+  // Same skip rules as the main pass: a token is written iff the main pass parked it (none when
+  // out is not x: the loop is empty).
+  const int64_t tail_begin = !parks_tail(p) ? boundary : (from > 0 ? from : 0);
+  for (int64_t t = tail_begin; t < boundary; ++t) {
     const Seq s = sequence_ending_after(t);
     if (s.b >= p.batch) break;
     if (!live || t < s.start || s.line < 0) continue;
     const int64_t i = t - from;
     const int64_t src = channel_last ? (static_cast<int64_t>(g - 1) * p.tail_len + i) * p.dim + c
                                      : (static_cast<int64_t>(g - 1) * p.dim + c) * p.tail_len + i;
-    x[c * p.chan_stride + t * p.time_stride] = park[src];
+    out[c * p.out_chan_stride + t * p.out_time_stride] = park[src];
   }
 
   const Seq s = sequence_ending_after(boundary);
@@ -111,10 +114,19 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
   plan.tail_len = std::max<int32_t>(kHalo, p.state.len);
   const int64_t T = p.tokens, D = p.dim;
   const int64_t sms = std::max(o.sm_count, 1);
+  const int64_t esz = x_dtype == kF32 ? 4 : 2;
+  // The walker's chunks start on x's 16-byte boundaries and store whole vectors at the same token
+  // positions of out: every out row must be in its x row's 16-byte phase (always in place). A
+  // separate out in another phase (a misaligned slice, another row pitch) takes the tiled
+  // kernel, whose scalar instantiation serves any alignment.
+  const bool out_in_phase =
+      (reinterpret_cast<uintptr_t>(p.x) - reinterpret_cast<uintptr_t>(p.out)) % 16 == 0 &&
+      (D <= 1 || ((p.chan_stride - p.out_chan_stride) * esz) % 16 == 0);
   // Time-contiguous with enough rows to fill the GPU (or few tokens per row): one warp walks each
   // row, in place without tiles or scratch. Fewer, longer rows leave too few warps in flight, so
   // those are tiled; a tile override (sweeps, tests of the tiled kernel) also tiles.
-  if (!channel_last && tile_tokens == 0 && (D >= 8 * sms || T <= 2048) && T <= INT32_MAX - 65536) {
+  if (!channel_last && tile_tokens == 0 && (D >= 8 * sms || T <= 2048) && T <= INT32_MAX - 65536 &&
+      out_in_phase) {
     plan.row_walker = true;
     plan.tile_len = std::max<int64_t>(T, 1);
     return plan;
@@ -147,9 +159,9 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
   tile = std::max<int64_t>(tile, round_up(plan.tail_len, granule));
   plan.tile_len = tile;
   plan.ntiles = static_cast<int32_t>(std::max<int64_t>(1, ceil_div(T, tile)));
-  const size_t esz = x_dtype == kF32 ? 4 : 2;
   const size_t boundaries = static_cast<size_t>(plan.ntiles - 1);
-  plan.park_bytes = round_up(static_cast<int64_t>(boundaries * plan.tail_len * D * esz), 256);
+  plan.park_bytes =
+      parks_tail(p) ? round_up(static_cast<int64_t>(boundaries * plan.tail_len * D * esz), 256) : 0;
   plan.state_park_bytes = boundaries * p.state.len * D * sizeof(float);
   return plan;
 }

@@ -7,9 +7,11 @@
 //   A. every lane computes its outputs into registers, reading priors where sequences start;
 //   B. new states of sequences whose last token lies in the warp's segment (their originals are
 //      still in x, and every prior read of the block is done);
-//   C. every lane stores its outputs.
-// Other tiles read only this tile's last tail_len tokens: those outputs are parked, and the
-// finish pass writes them (varlen_launch.cu).
+//   C. every lane stores its outputs (into out: x itself in place).
+// Other tiles read only this tile's last tail_len tokens of x: in place, those outputs are
+// parked, and the finish pass writes them (varlen_launch.cu); into a separate out they are
+// stored with the rest (parks_tail). Every load reads x, so the halo and the new states' inputs
+// are originals either way.
 #include <algorithm>
 
 #include "conv1d_common.cuh"
@@ -85,7 +87,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   const int64_t t_begin = static_cast<int64_t>(g) * p.tile_len;
   const int64_t t_end = min(t_begin + p.tile_len, p.tokens);
   const bool last_tile = g == p.ntiles - 1;
-  const int64_t park_from = last_tile ? t_end : t_end - p.tail_len;
+  const bool parks = !last_tile && parks_tail(p);
+  const int64_t park_from = parks ? t_end - p.tail_len : t_end;
   const int64_t wbase = t_begin + static_cast<int64_t>(warp % warps_per_row) * kSegment;
   auto start = [&](int j) { return wbase + static_cast<int64_t>(j * 32 + lane) * kVec; };
   // New states are written by the warp whose segment holds the sequence's last token (or, when
@@ -102,6 +105,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
     const int64_t d = d0 + warp / warps_per_row;
     const bool active = d < p.dim;  // warp-uniform
     T* const row = static_cast<T*>(p.x) + (active ? d : 0) * p.chan_stride;
+    // out's row: time stride 1 like x's (same layout); 16-byte aligned where the kernel is (plugin.cpp).
+    T* const out_row = static_cast<T*>(p.out) + (active ? d : 0) * p.out_chan_stride;
     Pack io[kNVecs];  // inputs, overwritten by outputs
     uint64_t mask = 0;
     int32_t warp_b = 0;
@@ -251,20 +256,20 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
     allow_next_grid();
     if (active && mask != 0) {
       T* const park =
-          last_tile ? nullptr : static_cast<T*>(p.park) + (static_cast<int64_t>(g) * p.dim + d) * p.tail_len;
+          parks ? static_cast<T*>(p.park) + (static_cast<int64_t>(g) * p.dim + d) * p.tail_len : nullptr;
 #pragma unroll
       for (int j = 0; j < kNVecs; ++j) {
         const int64_t t0 = start(j);
         const uint64_t bits = (mask >> (j * kVec)) & kVecBits;
         if (bits == kVecBits && t0 + kVec <= park_from) {
-          *reinterpret_cast<Vec*>(row + t0) = io[j].v;
+          *reinterpret_cast<Vec*>(out_row + t0) = io[j].v;
         } else if (bits != 0) {
 #pragma unroll
           for (int i = 0; i < kVec; ++i) {
             if (!((bits >> i) & 1u)) continue;
             const int64_t t = t0 + i;
             if (t < park_from)
-              row[t] = io[j].e[i];
+              out_row[t] = io[j].e[i];
             else
               park[t - park_from] = io[j].e[i];
           }

@@ -1,6 +1,9 @@
 // causal_conv1d_varlen, time-contiguous x (stride(time) == 1), one warp per channel row walking
 // the row's tokens in order: in place with no scratch and no second pass, because no other warp
-// ever reads this row. Used when there are enough rows to fill the GPU (see plan_varlen).
+// ever reads this row. Used when there are enough rows to fill the GPU (see plan_varlen). Loads
+// read x (through the ring), stores write out's row (x's in place; into a separate out, its row
+// is in the same 16-byte phase as x's, which plan_varlen requires, so the vector stores stay
+// aligned).
 //
 // A step of the walk is a chunk of kChunk tokens: access j of lane l holds tokens
 // c0 + [(j*32 + l) * kVec, +kVec), so every load and store instruction is one contiguous 512-byte
@@ -91,6 +94,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   if (d >= p.dim) return;  // warp-uniform, and no block barrier follows
   WalkerShared<Kt>& sh = shared_all[threadIdx.x / 32];
   T* const row = static_cast<T*>(p.x) + d * p.chan_stride;
+  T* const out_row = static_cast<T*>(p.out) + d * p.out_chan_stride;  // time stride 1, like x's
   const StateView& st = p.state;
   const ChannelTaps taps = load_taps(p.conv, d);
   constexpr int first = kMaxWidth - kWidth;
@@ -264,7 +268,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
 
     if (c0 >= fast_lo && c1 < fast_hi) {
 #pragma unroll
-      for (int j = 0; j < kNVecs; ++j) reinterpret_cast<Vec*>(row + c0)[j * 32 + lane] = cur[j].v;
+      for (int j = 0; j < kNVecs; ++j) reinterpret_cast<Vec*>(out_row + c0)[j * 32 + lane] = cur[j].v;
       continue;
     }
 
@@ -281,7 +285,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
       for (int j = 0; j < kNVecs; ++j) {
         const int32_t t0 = c0 + (j * 32 + lane) * kVec;
         if (whole) {
-          *reinterpret_cast<Vec*>(row + t0) = cur[j].v;
+          *reinterpret_cast<Vec*>(out_row + t0) = cur[j].v;
           continue;
         }
         // Tokens of this window inside a live sequence of the table.
@@ -296,11 +300,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
           if (t >= w0 && t < w1 && k < n && t >= sh.start[k] && sh.line[k] >= 0) bits |= 1u << i;
         }
         if (bits == (1u << kVec) - 1) {
-          *reinterpret_cast<Vec*>(row + t0) = cur[j].v;
+          *reinterpret_cast<Vec*>(out_row + t0) = cur[j].v;
         } else {
 #pragma unroll
           for (int i = 0; i < kVec; ++i)
-            if ((bits >> i) & 1u) row[t0 + i] = cur[j].e[i];
+            if ((bits >> i) & 1u) out_row[t0 + i] = cur[j].e[i];
         }
       }
       __syncwarp();  // the raw outputs are stored before the repairs overwrite them
@@ -321,7 +325,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
 #pragma unroll
           for (int j = 0; j < kHalo; ++j) {
             const int32_t t = mine.start + j;
-            if (t >= c0 && t < c1 && t < mine.end) row[t] = from_float<T>(v[j]);
+            if (t >= c0 && t < c1 && t < mine.end) out_row[t] = from_float<T>(v[j]);
           }
         }
       }
