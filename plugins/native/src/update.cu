@@ -517,7 +517,9 @@ static cudaError_t launch_update_vec(UpdateParams p, const LaunchOptions& o, cud
 
 constexpr int kUpdateThreads = 256;
 constexpr int kUpdateMaxRows = 8;
-constexpr int64_t kUpdateSmemLimit = 48 * 1024;
+// The 48 KiB a block may take without opting in holds the dynamic slabs and the kernel's static
+// lines[] (an x of f16 with f32 states at S = Tq = 64 filled exactly 48 KiB and failed to launch).
+constexpr int64_t kUpdateSmemLimit = 48 * 1024 - kUpdateMaxRows * static_cast<int64_t>(sizeof(int64_t));
 
 template <typename T>
 static cudaError_t launch_update_impl(UpdateParams p, const LaunchOptions& o, cudaStream_t stream) {
