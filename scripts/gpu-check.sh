@@ -58,7 +58,7 @@ pack() {
   [ -x "$carry/lib/deltakern/deltakern-conformance-worker" ] || die "no conformance worker in $build/lib/deltakern"
   [ -d "$build/share" ] && cp -a "$build/share" "$carry/"
   local plugin_dir
-  for plugin_dir in plugins hostile-plugins defect-plugins abi-plugins; do
+  for plugin_dir in plugins hostile-plugins defect-plugins abi-plugins refused-plugins; do
     if [ -d "$build/tests/$plugin_dir" ]; then
       mkdir -p "$carry/tests"
       cp -a "$build/tests/$plugin_dir" "$carry/tests/"
