@@ -220,8 +220,11 @@ int main(int argc, char** argv) {
                           : pattern == 1 ? "8 eq"
                                          : "64 mixed");
             std::map<std::string, double> us_of;
+            // The out-variant writes into copy_dst, laid out as x.
+            const View ov(copy_dst.get(), 0, bf16, std::vector<int64_t>{D, T},
+                          cl ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
             for (auto& be : backends) {
-              const auto one = [&](int i) {
+              const auto args = [&](int i) {
                 deltakern::CausalConv1dVarlenArgs a;
                 a.x = xv[i % nbuf].get();
                 a.weight = wv.get();
@@ -232,23 +235,31 @@ int main(int argc, char** argv) {
                 a.activation = deltakern::Activation::silu;
                 a.max_seq_len = *std::max_element(lens.begin(), lens.end());
                 a.stream = stream;
-                deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
+                return a;
               };
-              try {
-                const double us = ev.us_per_call(stream, iters, one);
-                us_of[be.name] = us;
-                rows.push_back({"varlen", shape, cl ? "channel-last" : "time", be.name, us, bytes / us * 1e-3,
-                                100.0 * bytes / us * 1e-3 / ceiling});
-              } catch (const std::exception& e) {
-                std::printf("varlen %s %s %s: %s\n", shape, cl ? "channel-last" : "time", be.name.c_str(),
-                            e.what());
-                DKGPU_CHECK(cudaStreamSynchronize(stream));
+              const auto one = [&](int i) { deltakern::Tensor r = be.rt->causal_conv1d_varlen(args(i)); };
+              const auto one_out = [&](int i) { be.rt->causal_conv1d_varlen_out(args(i), *ov.get()); };
+              for (const bool out_variant : {false, true}) {
+                const std::string name = out_variant ? be.name + " (out)" : be.name;
+                try {
+                  const double us = out_variant ? ev.us_per_call(stream, iters, one_out)
+                                                : ev.us_per_call(stream, iters, one);
+                  us_of[name] = us;
+                  rows.push_back({"varlen", shape, cl ? "channel-last" : "time", name, us, bytes / us * 1e-3,
+                                  100.0 * bytes / us * 1e-3 / ceiling});
+                } catch (const std::exception& e) {
+                  std::printf("varlen %s %s %s: %s\n", shape, cl ? "channel-last" : "time", name.c_str(),
+                              e.what());
+                  DKGPU_CHECK(cudaStreamSynchronize(stream));
+                }
               }
             }
             for (auto& r : rows)
-              if (r.op == "varlen" && r.shape == shape && r.layout == (cl ? "channel-last" : "time") &&
-                  r.backend == "native" && us_of.count("portable"))
-                r.ratio = r.us / us_of["portable"];
+              if (r.op == "varlen" && r.shape == shape && r.layout == (cl ? "channel-last" : "time")) {
+                if (r.backend == "native" && us_of.count("portable")) r.ratio = r.us / us_of["portable"];
+                if (r.backend == "native (out)" && us_of.count("portable (out)"))
+                  r.ratio = r.us / us_of["portable (out)"];
+              }
             std::printf("varlen %-24s %-12s copy %8.2f us", shape, cl ? "channel-last" : "time", copy_us);
             for (auto& [n, us] : us_of) std::printf("  %s %8.2f us", n.c_str(), us);
             std::printf("\n");
