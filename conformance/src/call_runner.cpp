@@ -7,6 +7,7 @@
 #include "runners.hpp"
 
 #include <deltakern/op_schemas.h>
+#include <deltakern/plugin_sdk.hpp>
 
 #include <chrono>
 #include <exception>
@@ -17,24 +18,9 @@ namespace deltakern::conformance {
 namespace {
 
 // An out-variant's call returns nothing: the case holds a view of its out as the call's result
-// (owning only its shape and strides), which every check then reads as it reads a result.
-Tensor view_of_out(const DLTensor& out) {
-  struct View {
-    DLManagedTensor managed{};
-    int64_t shape[3]{}, strides[3]{};
-  };
-  auto* v = new View;
-  v->managed.dl_tensor = out;
-  for (int d = 0; d < out.ndim; ++d) {
-    v->shape[d] = out.shape[d];
-    v->strides[d] = stride(out, d);
-  }
-  v->managed.dl_tensor.shape = v->shape;
-  v->managed.dl_tensor.strides = v->strides;
-  v->managed.manager_ctx = v;
-  v->managed.deleter = [](DLManagedTensor* self) { delete static_cast<View*>(self->manager_ctx); };
-  return Tensor(&v->managed);
-}
+// (the SDK's view, owning only its shape and strides), which every check then reads as it reads
+// a result.
+Tensor view_of_out(const DLTensor& out) { return Tensor(plugin::make_view_result(out)); }
 
 struct VarlenOp {
   using Config = VarlenConfig;

@@ -49,6 +49,11 @@ std::string check_changes_only_in(const NamedArg& arg, const std::vector<std::by
                                   const std::function<bool(int64_t linear)>& may_change,
                                   const Describe& describe);
 
+// An out-variant's out after the call: any of its elements may have changed (a skipped
+// sequence's are unspecified), nothing between or after them.
+std::string check_out_slack(const NamedArg& out, const std::vector<std::byte>& before,
+                            const Describe& describe);
+
 // The result's identity: `-> Tensor(a)` is x's view (same start, shape and strides);
 // `-> Tensor` overlaps no argument's allocation or guard zones (each overlapped argument is
 // named), lies inside a block the host allocator handed out during call `call` (the
