@@ -1,7 +1,7 @@
 // Fuzz target: the configuration loader. The input is the text of a TOML file; load_config
 // must return a Config or throw Error(config) naming the file, never crash. Accepted configs
 // then go through the backend-name check discovery runs.
-#include "config.hpp"
+#include "config/config.hpp"
 
 #include <deltakern/deltakern.hpp>
 

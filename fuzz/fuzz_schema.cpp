@@ -2,7 +2,7 @@
 // the core must parse it or reject it with SchemaError, then compare it with the canonical
 // schemas and read its mutation contract without crashing.
 #include "ops.hpp"
-#include "schema.hpp"
+#include "loader/schema.hpp"
 
 #include <cstddef>
 #include <cstdint>

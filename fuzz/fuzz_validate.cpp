@@ -9,7 +9,7 @@
 // every tensor lies in host memory the fuzzer owns, the call runs on the portable backend
 // (CPU): a call the core lets through must not make a kernel read or write out of bounds.
 #include "tensor_decoder.hpp"
-#include "validate.hpp"
+#include "validation/validate.hpp"
 
 #include <deltakern/deltakern.hpp>
 #include <deltakern/runtime.hpp>

@@ -2,7 +2,7 @@
 // ends a worker early is the verdict of the case it was running, and a fresh worker goes on
 // from the next case, until every case of the plan has a verdict and the sweep's time is up.
 #include "case_util.hpp"
-#include "child_process.hpp"
+#include "subprocess/child_process.hpp"
 #include "worker_protocol.hpp"
 
 #include <dlfcn.h>

@@ -1,6 +1,6 @@
 #include "worker.hpp"
 
-#include "child_process.hpp"
+#include "subprocess/child_process.hpp"
 #include "worker_protocol.hpp"
 
 #include <unistd.h>

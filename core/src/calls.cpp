@@ -1,10 +1,10 @@
 // The ops, end to end: check the arguments, find the cached decision, pack a dk_call in
 // schema order, run the chosen backend. On a cached decision this path allocates nothing,
 // formats nothing and logs nothing; everything that does lives behind [[unlikely]] branches.
-#include "plugin_exception.hpp"
+#include "loader/plugin_exception.hpp"
 #include "runtime_impl.hpp"
 #include "status.hpp"
-#include "validate.hpp"
+#include "validation/validate.hpp"
 
 #include <deltakern/op_schemas.h>
 #include <fmt/core.h>

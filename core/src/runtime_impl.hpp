@@ -3,12 +3,12 @@
 // holder shuts each down) before this Runtime's allocator, which then counts what is still alive.
 #pragma once
 
-#include "config.hpp"
-#include "decision_cache.hpp"
-#include "discovery.hpp"
-#include "dispatch.hpp"
-#include "fallback_counters.hpp"
-#include "host_services.hpp"
+#include "config/config.hpp"
+#include "dispatch/decision_cache.hpp"
+#include "loader/discovery.hpp"
+#include "dispatch/dispatch.hpp"
+#include "dispatch/fallback_counters.hpp"
+#include "services/host_services.hpp"
 
 #include <deltakern/runtime.hpp>
 
