@@ -1,8 +1,8 @@
 // Fuzz target: the op schema parser. A plugin declares its schema string; whatever it says,
 // the core must parse it or reject it with SchemaError, then compare it with the canonical
 // schemas and read its mutation contract without crashing.
-#include "ops.hpp"
 #include "loader/schema.hpp"
+#include "ops.hpp"
 
 #include <cstddef>
 #include <cstdint>

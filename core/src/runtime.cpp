@@ -1,11 +1,11 @@
 // Building a Runtime (configuration, discovery) and everything it answers besides the calls.
 #include "runtime_impl.hpp"
 
-#include "services/dlpack_util.hpp"
-#include "services/log.hpp"
 #include "dispatch/placeholder_call.hpp"
 #include "loader/plugin_exception.hpp"
 #include "loader/probe/probe_gate.hpp"
+#include "services/dlpack_util.hpp"
+#include "services/log.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>

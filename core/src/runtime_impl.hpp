@@ -5,9 +5,9 @@
 
 #include "config/config.hpp"
 #include "dispatch/decision_cache.hpp"
-#include "loader/discovery.hpp"
 #include "dispatch/dispatch.hpp"
 #include "dispatch/fallback_counters.hpp"
+#include "loader/discovery.hpp"
 #include "services/host_services.hpp"
 
 #include <deltakern/runtime.hpp>

@@ -1,6 +1,6 @@
+#include "loader/plugin_exception.hpp"
 #include "services/dlpack_util.hpp"
 #include "services/log.hpp"
-#include "loader/plugin_exception.hpp"
 
 #include <deltakern/deltakern.hpp>
 

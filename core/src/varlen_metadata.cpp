@@ -1,8 +1,8 @@
 // Host-built varlen metadata and its upload: what lets an engine's prefill skip the
 // device-to-host read of the longest sequence.
+#include "runtime_impl.hpp"
 #include "services/cuda_services.hpp"
 #include "services/dlpack_util.hpp"
-#include "runtime_impl.hpp"
 
 #include <fmt/core.h>
 #include <deltakern/deltakern.hpp>

@@ -7,9 +7,9 @@
 // dispatch an error (a forced backend is the only candidate, so it never falls back).
 #include "dispatch/dispatch.hpp"
 
+#include "loader/plugin_exception.hpp"
 #include "services/cuda_services.hpp"
 #include "services/dlpack_util.hpp"
-#include "loader/plugin_exception.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>

@@ -1,9 +1,9 @@
 #include "loader/descriptor.hpp"
 
-#include "services/log.hpp"
 #include "loader/rejection.hpp"
 #include "loader/safe_read.hpp"
 #include "loader/schema.hpp"
+#include "services/log.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>

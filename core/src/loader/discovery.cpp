@@ -1,10 +1,10 @@
 #include "loader/discovery.hpp"
 
 #include "config/install_paths.hpp"
-#include "services/log.hpp"
 #include "loader/plugin_registry.hpp"
 #include "loader/probe/probe_gate.hpp"
 #include "loader/rejection.hpp"
+#include "services/log.hpp"
 
 #include <fmt/core.h>
 

@@ -1,9 +1,9 @@
 #include "loader/plugin_library.hpp"
 
-#include "services/dlpack_util.hpp"
-#include "services/log.hpp"
 #include "loader/plugin_exception.hpp"
 #include "loader/rejection.hpp"
+#include "services/dlpack_util.hpp"
+#include "services/log.hpp"
 #include "status.hpp"
 
 #include <fmt/core.h>

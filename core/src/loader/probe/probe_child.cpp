@@ -3,11 +3,11 @@
 #include "subprocess/child_process.hpp"
 
 #include "loader/loaded_objects.hpp"
-#include "services/log.hpp"
 #include "loader/plugin_library.hpp"
 #include "loader/probe/probe_protocol.hpp"
 #include "loader/probe/probe_verdict.hpp"
 #include "loader/rejection.hpp"
+#include "services/log.hpp"
 
 #include <fmt/core.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 #include "loader/probe/probe_gate.hpp"
 
-#include "loader/discovery.hpp"
 #include "config/install_paths.hpp"
+#include "loader/discovery.hpp"
 #include "services/log.hpp"
 
 #include <fmt/core.h>

@@ -1,8 +1,8 @@
 #include "loader/probe/probe_spawn.hpp"
 
-#include "subprocess/child_process.hpp"
-#include "services/log.hpp"
 #include "loader/probe/probe_protocol.hpp"
+#include "services/log.hpp"
+#include "subprocess/child_process.hpp"
 
 #include <fmt/core.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 // happens to it becomes a verdict with a reason.
 #pragma once
 
-#include "subprocess/child_process.hpp"  // signal_label
 #include "loader/probe/probe_verdict.hpp"
+#include "subprocess/child_process.hpp"  // signal_label
 
 #include <spdlog/common.h>
 
