@@ -6,6 +6,7 @@
 #include <deltakern/op_schemas.h>
 #include <deltakern/plugin_abi.h>
 #include <deltakern/plugin_sdk.hpp>
+#include <deltakern/plugin_sdk_cuda.hpp>
 
 #include <algorithm>
 #include <array>
@@ -100,30 +101,10 @@ LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
 }
 
 std::string cuda_message(const char* what, int err) {
-  return std::string(what) + ": " + cudaGetErrorString(static_cast<cudaError_t>(err));
+  return plugin::cuda::message(what, static_cast<cudaError_t>(err));
 }
 
-// Makes `device` current for the scope of a call and restores the caller's device.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) {
-      const cudaError_t err = cudaSetDevice(device);
-      if (err != cudaSuccess) throw Failure(DK_ERR_RUNTIME, cuda_message("cudaSetDevice", err));
-      switched_ = true;
-    }
-  }
-  ~DeviceGuard() {
-    if (switched_ && previous_ >= 0) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
-};
+using plugin::cuda::DeviceGuard;
 
 // Attributes, the error word's address and the kernels of the current device, resolved on the
 // first call there. That call may come inside a stream capture: loading the module (lazy

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <deltakern/plugin_sdk_cuda.hpp>
 
 #include <string>
 
@@ -16,35 +17,14 @@ inline void require(bool ok, dk_status status, const std::string& what) {
   if (!ok) throw plugin::Failure(status, what);
 }
 
-inline void check_cuda(cudaError_t err, const std::string& what) {
-  if (err != cudaSuccess) throw plugin::Failure(DK_ERR_RUNTIME, what + ": " + cudaGetErrorString(err));
-}
+inline void check_cuda(cudaError_t err, const std::string& what) { plugin::cuda::check(err, what); }
 
 // A launch reports configuration errors only through cudaGetLastError; nothing here waits.
 inline void check_launch(const char* op) {
   check_cuda(cudaGetLastError(), std::string(op) + ": kernel launch");
 }
 
-// Makes `device` current for the launches (they go to a stream of that device), restoring the
-// caller's device afterwards. cudaSetDevice neither syncs nor breaks a stream capture.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device)
-      check_cuda(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
-    device_ = device;
-  }
-  ~DeviceGuard() {
-    if (previous_ != device_) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-  int device_ = 0;
-};
+using plugin::cuda::DeviceGuard;
 
 // Multiprocessors of `device` (defined in runtime.cu; cached, so a call asks the runtime once per
 // device): the launchers size their grids by it.
