@@ -81,9 +81,7 @@ DLManagedTensor* detail::run_op(const dk_op& op, void* instance, const dk_call& 
 
 DLManagedTensor* BoundOp::run(const dk_call& call) const {
   if (op == nullptr) throw Error(ErrorCode::invalid_argument, "BoundOp::run: no op bound");
-  // An out-variant's call has one tensor more than its op's and returns nothing.
-  const std::optional<detail::OpId> id = detail::op_from_name(op->name);
-  return detail::run_op(*op, plugin, call, nullptr, allocator, !id || !detail::is_out_variant(*id));
+  return detail::run_op(*op, plugin, call, nullptr, allocator, returns_tensor);
 }
 
 // Both forms of each op: the op (out null) returns the backend's result; the out-variant

@@ -195,11 +195,12 @@ BoundOp Runtime::bound_op(std::string_view backend, std::string_view op) const {
   const detail::Backend* found = impl_->plugins.find(backend);
   if (found == nullptr)
     throw Error(ErrorCode::unavailable, fmt::format("bound_op: backend '{}' is not loaded", backend));
-  const dk_op* entry = found->ops[detail::index_of(op_id(op))];
+  const detail::OpId id = op_id(op);
+  const dk_op* entry = found->ops[detail::index_of(id)];
   if (entry == nullptr)
     throw Error(ErrorCode::unsupported,
                 fmt::format("bound_op: backend '{}' does not declare {}", backend, op));
-  return BoundOp{entry, found->instance, &impl_->allocator};
+  return BoundOp{entry, found->instance, &impl_->allocator, !detail::is_out_variant(id)};
 }
 
 void Runtime::set_allocator(Allocator allocator) { impl_->allocator.set(std::move(allocator)); }

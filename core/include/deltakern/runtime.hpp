@@ -138,6 +138,7 @@ struct BoundOp {
   void* plugin = nullptr;
   // The allocator of the Runtime that bound it, which the op's allocations use; none: the default.
   detail::RuntimeAllocator* allocator = nullptr;
+  bool returns_tensor = true;  // false for an out-variant (-> ()): run() then returns nullptr
   DLManagedTensor* run(const dk_call& call) const;  // throws Error on failure
 };
 
