@@ -141,15 +141,9 @@ UpdateConfig update_config(DType x, int64_t width, int64_t tokens, Layout layout
 
 std::string layout_name(Layout l) { return to_string(l); }
 
-bool is_varlen(const OpInfo& info) {
-  return info.name == DK_OP_CAUSAL_CONV1D_VARLEN || info.name == DK_OP_CAUSAL_CONV1D_VARLEN_OUT;
-}
-bool is_update(const OpInfo& info) {
-  return info.name == DK_OP_CAUSAL_CONV1D_UPDATE || info.name == DK_OP_CAUSAL_CONV1D_UPDATE_OUT;
-}
-bool is_out_variant(const OpInfo& info) {
-  return info.name == DK_OP_CAUSAL_CONV1D_VARLEN_OUT || info.name == DK_OP_CAUSAL_CONV1D_UPDATE_OUT;
-}
+bool is_varlen(const OpInfo& info) { return is_varlen_op(info.name); }
+bool is_update(const OpInfo& info) { return is_update_op(info.name); }
+bool is_out_variant(const OpInfo& info) { return is_out_variant_op(info.name); }
 
 // A case of `info`'s op: an out-variant's cases are its op's, with the result going into out.
 Case varlen_case(const OpInfo& info, std::string name, VarlenConfig cfg, Mode mode = Mode::host_and_derived) {

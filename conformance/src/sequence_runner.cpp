@@ -197,9 +197,8 @@ std::string run_prefill_then_updates(Runtime& rt, const Target& target, const Se
 
 std::string check_declaration(const Runtime& rt, const Target& target, std::string_view op) {
   const OpInfo& info = op_info(rt, target, op);
-  const bool varlen = op == DK_OP_CAUSAL_CONV1D_VARLEN || op == DK_OP_CAUSAL_CONV1D_VARLEN_OUT;
-  const bool out_variant = op == DK_OP_CAUSAL_CONV1D_VARLEN_OUT || op == DK_OP_CAUSAL_CONV1D_UPDATE_OUT;
-  const std::string states = varlen ? "conv_states" : "conv_state";
+  const bool out_variant = is_out_variant_op(op);
+  const std::string states = is_varlen_op(op) ? "conv_states" : "conv_state";
   const std::string schema = " (schema: " + info.schema + ")";
   if (!is_mutated(info, states))
     return "the schema does not mark " + states + " written (Tensor(b!)), but the op updates it in place" +

@@ -77,10 +77,8 @@ std::vector<Case> cases(const Runtime& runtime, const Target& target, const Suit
   add_contract_cases(out, served, options);
   for (const OpInfo* op : served) {
     // An out-variant runs its op's cases with the result going into a caller's out.
-    if (op->name == DK_OP_CAUSAL_CONV1D_VARLEN || op->name == DK_OP_CAUSAL_CONV1D_VARLEN_OUT)
-      add_varlen_cases(out, *op, target, options);
-    if (op->name == DK_OP_CAUSAL_CONV1D_UPDATE || op->name == DK_OP_CAUSAL_CONV1D_UPDATE_OUT)
-      add_update_cases(out, *op, target, options);
+    if (is_varlen_op(op->name)) add_varlen_cases(out, *op, target, options);
+    if (is_update_op(op->name)) add_update_cases(out, *op, target, options);
     add_out_of_range_cases(out, *op, target, options);
     add_size_cases(out, *op, target, options);
   }
@@ -101,9 +99,7 @@ Case sweep_case(const Runtime& runtime, const Target& target, const SuiteOptions
   std::vector<const OpInfo*> served;
   if (plugin != nullptr)
     for (const OpInfo* op : served_ops(*plugin, target))
-      if (op->name == DK_OP_CAUSAL_CONV1D_VARLEN || op->name == DK_OP_CAUSAL_CONV1D_UPDATE ||
-          op->name == DK_OP_CAUSAL_CONV1D_VARLEN_OUT || op->name == DK_OP_CAUSAL_CONV1D_UPDATE_OUT)
-        served.push_back(op);
+      if (is_varlen_op(op->name) || is_update_op(op->name)) served.push_back(op);
   return make_sweep_case(served, options, k);
 }
 
