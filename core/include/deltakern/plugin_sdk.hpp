@@ -5,6 +5,7 @@
 
 #include <deltakern/op_schemas.h>
 #include <deltakern/plugin_abi.h>
+#include <deltakern/scalar_type.hpp>
 
 #include <algorithm>
 #include <cstdint>
