@@ -10,8 +10,9 @@
 #                               at that tier on every GPU-machine target at once (see tiers()).
 #   scripts/gpu-check.sh run    on the GPU machine, from a copy of the repository that holds
 #                               .carry/ (no -dev packages, no network needed): nvidia-smi, the
-#                               native self-test, the unit and conformance tests on every backend
-#                               and device, compute-sanitizer when present, and bench_gpu. Logs
+#                               native self-test (tests/gpu), the unit and conformance tests on
+#                               every backend and device, the cut digests (tests/gpu), bench_gpu,
+#                               compute-sanitizer when present, and native_kernel_bench. Logs
 #                               and the markdown table go to $OUT (default ./gpu-results); a
 #                               summary table ends the output. Every step runs under a time limit
 #                               and a failing step does not stop the others.
@@ -241,8 +242,8 @@ run() {
       skip "compute-sanitizer initcheck" "time budget"
     fi
   fi
-  if [ -x "$bin/native_selftest" ] && [ -f "$native" ] && [ "$(budget_left)" -ge 60 ]; then
-    step "native kernel bench (C ABI)" $(($(budget_left) - 10)) "$bin/native_selftest" "$native" --no-check --bench
+  if [ -x "$bin/native_kernel_bench" ] && [ -f "$native" ] && [ "$(budget_left)" -ge 60 ]; then
+    step "native kernel bench (C ABI)" $(($(budget_left) - 10)) "$bin/native_kernel_bench" "$native"
   fi
 
   echo

@@ -1,17 +1,20 @@
 // native_selftest: drives the native plugin through its C ABI alone (dlopen, entry, a minimal
-// host-services table), so the kernels can be checked and timed on a GPU independently of the
-// core. Checks every dtype combination, width, layout, state layout, sequence edge, padded and
-// out-of-range slots against a float64 reference, poisons what the call must not touch, checks
-// the out-variants (*_out: the result in a separate out with its own strides and alignment, x
-// untouched), capture + replay in global mode, and (--bench) times the kernels against a D2D copy.
+// host-services table: bench/gpu/native_plugin.hpp), so the kernels can be checked on a GPU
+// independently of the core. Checks every dtype combination, width, layout, state layout,
+// sequence edge, padded and out-of-range slots against the project's float64 reference (the
+// conformance suite's, deltakern_reference), poisons what the call must not touch, checks the
+// out-variants (*_out: the result in a separate out with its own strides and alignment, x
+// untouched), and capture + replay in global mode. The timings of the same kernels are
+// bench/gpu/native_kernel_bench.cpp.
 //
-//   native_selftest <path/to/libdeltakern_native.so> [--bench] [--quick]
+//   native_selftest <path/to/libdeltakern_native.so> [--quick]
+//
+// Exit status: 0 all checks passed, 1 a check failed (or an error), 3 the plugin's probe refused
+// the GPU, 77 no CUDA device (ctest counts it as skipped).
 #include <deltakern/op_schemas.h>
 #include <deltakern/plugin_abi.h>
-#include <dlfcn.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -20,116 +23,11 @@
 #include <vector>
 
 #include "gpu_util.hpp"
+#include "native_plugin.hpp"
 
 using namespace dkgpu;
 
-cudaError_t dkgpu_launch_empty(cudaStream_t stream);
-
 namespace {
-
-// ---- the plugin, loaded as the core would, with host services of our own
-
-struct Host {
-  static int32_t alloc(void*, DLDevice, size_t bytes, void* stream, void** out) {
-    return cudaMallocAsync(out, bytes, static_cast<cudaStream_t>(stream)) == cudaSuccess
-               ? DK_OK
-               : DK_ERR_OUT_OF_MEMORY;
-  }
-  static void release(void*, DLDevice, void* ptr, void* stream) {
-    cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
-  }
-  static int32_t read_to_host(void*, void* dst, const DLTensor* src, void* stream) {
-    size_t n = (src->dtype.bits / 8);
-    for (int d = 0; d < src->ndim; ++d) n *= src->shape[d];  // compact sources only (the error word)
-    if (cudaMemcpyAsync(dst, static_cast<char*>(src->data) + src->byte_offset, n, cudaMemcpyDeviceToHost,
-                        static_cast<cudaStream_t>(stream)) != cudaSuccess)
-      return DK_ERR_RUNTIME;
-    return cudaStreamSynchronize(static_cast<cudaStream_t>(stream)) == cudaSuccess ? DK_OK : DK_ERR_RUNTIME;
-  }
-  static void log(void*, int32_t level, const char* msg) {
-    std::fprintf(stderr, "[plugin %d] %s\n", level, msg);
-  }
-};
-
-struct Plugin {
-  void* so = nullptr;
-  const dk_plugin* table = nullptr;
-  void* self = nullptr;
-  dk_host host{sizeof(dk_host), nullptr, Host::log, Host::alloc, Host::release, Host::read_to_host};
-
-  explicit Plugin(const std::string& path) {
-    so = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (so == nullptr) throw std::runtime_error(std::string("dlopen: ") + dlerror());
-    auto entry = reinterpret_cast<dk_plugin_entry_fn>(dlsym(so, DK_PLUGIN_ENTRY_SYMBOL));
-    if (entry == nullptr) throw std::runtime_error("no entry symbol");
-    table = entry(DK_ABI_MAJOR, DK_ABI_MINOR);
-    init();
-  }
-  void init() {
-    if (self != nullptr) table->shutdown(self);
-    char err[512] = {};
-    if (table->init(&host, &self, err, sizeof err) != DK_OK)
-      throw std::runtime_error(std::string("init: ") + err);
-  }
-  ~Plugin() {
-    if (self != nullptr) table->shutdown(self);
-  }
-  const dk_op& op(const char* name) const {
-    for (size_t i = 0; i < table->n_ops; ++i)
-      if (std::string(table->ops[i].name) == name) return table->ops[i];
-    throw std::runtime_error(std::string("no op ") + name);
-  }
-  // Runs and returns the status; the result (a view of x) must alias x, and an out-variant's
-  // (*_out, which returns nothing) must be null.
-  int32_t run(const char* name, const std::vector<const DLTensor*>& tensors,
-              const std::vector<dk_scalar>& scalars, void* stream, std::string* error = nullptr) const {
-    const dk_call call{sizeof(dk_call), stream,         tensors.size(),   tensors.data(),
-                       scalars.size(),  scalars.data(), sizeof(dk_scalar)};
-    const dk_op& o = op(name);
-    char why[512] = {};
-    if (o.supports != nullptr && o.supports(self, &call, why, sizeof why) != DK_OK) {
-      if (error) *error = std::string("supports: ") + why;
-      return DK_ERR_UNSUPPORTED;
-    }
-    const std::string op_name = name;
-    const bool out_variant = op_name.size() > 4 && op_name.compare(op_name.size() - 4, 4, "_out") == 0;
-    // An out-variant must set *result to null whatever it held: it starts as a non-null poison.
-    static DLManagedTensor poison{};
-    DLManagedTensor* result = out_variant ? &poison : nullptr;
-    const int32_t st = o.run(self, &call, &result, why, sizeof why);
-    if (st != DK_OK) {
-      if (error) *error = why;
-      return st;
-    }
-    if (out_variant) {
-      if (result == nullptr) return DK_OK;
-      if (error)
-        *error =
-            result == &poison ? "an out-variant left *result as it was" : "an out-variant returned a result";
-      if (result != &poison && result->deleter != nullptr) result->deleter(result);
-      return DK_ERR_INTERNAL;
-    }
-    if (result == nullptr || result->dl_tensor.data != tensors[0]->data ||
-        result->dl_tensor.byte_offset != tensors[0]->byte_offset) {
-      if (error) *error = "result does not alias x";
-      if (result) result->deleter(result);
-      return DK_ERR_INTERNAL;
-    }
-    result->deleter(result);
-    return DK_OK;
-  }
-  uint32_t check_errors(cudaStream_t stream) const {
-    uint32_t flags = 0;
-    char msg[256] = {};
-    if (table->check_errors(self, DLDevice{kDLCUDA, 0}, stream, &flags, msg, sizeof msg) != DK_OK)
-      throw std::runtime_error(std::string("check_errors: ") + msg);
-    return flags;
-  }
-};
-
-dk_scalar str_scalar(const char* s) { return dk_scalar{DK_SCALAR_STRING, 0, 0.0, s}; }
-dk_scalar int_scalar(int64_t v) { return dk_scalar{DK_SCALAR_INT, v, 0.0, nullptr}; }
-dk_scalar none_scalar() { return dk_scalar{DK_SCALAR_NONE, 0, 0.0, nullptr}; }
 
 std::mt19937_64 rng(12345);
 double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
@@ -1191,197 +1089,23 @@ std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool chann
   return {};
 }
 
-// ---- timing
-
-void fill_random(void* dst, size_t bytes, cudaStream_t s) { dkgpu::fill_random_bf16(dst, bytes, s, rng); }
-
-void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::string& filter,
-           int iters_override) {
-  if (!update_only)
-    std::printf("\n%-34s %9s %9s %8s %8s\n", "varlen (bf16, w4, silu)", "us", "GB/s", "copy us", "%copy");
-  for (bool cl : {false, true})
-    for (int64_t D : {8192, 4096})
-      for (int64_t T : {1024, 8192, 32768, 131072})
-        for (int pattern : {0, 1, 2}) {
-          if (update_only) break;
-          std::vector<int64_t> lens;
-          if (pattern == 0) lens = {T};
-          if (pattern == 1) lens.assign(8, T / 8);
-          if (pattern == 2) {
-            std::vector<double> w(64);
-            double sum = 0;
-            for (auto& v : w) sum += (v = uniform(0.1, 2.0));
-            int64_t used = 0;
-            for (int i = 0; i < 63; ++i) used += lens.emplace_back(static_cast<int64_t>(w[i] / sum * T));
-            lens.push_back(T - used);
-          }
-          char name[64];
-          std::snprintf(name, sizeof name, "%s D%ld T%ldk %s", cl ? "chl" : "time", static_cast<long>(D),
-                        static_cast<long>(T / 1024),
-                        pattern == 0   ? "1seq"
-                        : pattern == 1 ? "8eq"
-                                       : "64mix");
-          if (!filter.empty() && std::string(name).find(filter) == std::string::npos) continue;
-          const int64_t B = static_cast<int64_t>(lens.size()), S = 3;
-          const size_t x_bytes = static_cast<size_t>(D * T * 2);
-          const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / x_bytes, 1, 8));
-          std::vector<DeviceBuffer> xs;
-          for (int i = 0; i < nbuf; ++i) {
-            xs.emplace_back(x_bytes);
-            fill_random(xs.back().get(), x_bytes, stream);
-          }
-          DeviceBuffer copy_dst(x_bytes), states(B * D * S * 2), w(D * 4 * 2), bias(D * 2), q((B + 1) * 4),
-              init(B);
-          fill_random(states.get(), states.bytes(), stream);
-          fill_random(w.get(), w.bytes(), stream);
-          fill_random(bias.get(), bias.bytes(), stream);
-          std::vector<int32_t> hq = {0};
-          for (auto l : lens) hq.push_back(hq.back() + static_cast<int32_t>(l));
-          DKGPU_CHECK(cudaMemcpy(q.get(), hq.data(), hq.size() * 4, cudaMemcpyHostToDevice));
-          DKGPU_CHECK(cudaMemset(init.get(), 1, B));
-          const View wv(w.get(), 0, dt_dl(Dt::bf16), {D, 4}, {4, 1}),
-              bv(bias.get(), 0, dt_dl(Dt::bf16), {D}, {1});
-          const View sv(states.get(), 0, dt_dl(Dt::bf16), {B, D, S}, {D * S, S, 1});
-          const View qv(q.get(), 0, i32_dl(), {B + 1}, {1}), iv(init.get(), 0, u8_dl(), {B}, {1});
-          std::vector<View> xv;
-          for (auto& b : xs)
-            xv.emplace_back(b.get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{D, T},
-                            cl ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
-          const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1), int_scalar(T)};
-          EventTimer timer;
-          const int iters = iters_override > 0 ? iters_override : (T >= 32768 ? 20 : 50);
-          std::string err;
-          const double us = timer.us_per_call(stream, iters, [&](int i) {
-            if (plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN,
-                           {xv[i % nbuf].get(), wv.get(), bv.get(), sv.get(), qv.get(), nullptr, iv.get()},
-                           scalars, stream, &err) != DK_OK)
-              throw std::runtime_error(err);
-          });
-          const double copy_us = timer.us_per_call(stream, iters, [&](int i) {
-            DKGPU_CHECK(cudaMemcpyAsync(copy_dst.get(), xs[i % nbuf].get(), x_bytes, cudaMemcpyDeviceToDevice,
-                                        stream));
-          });
-          const double bytes = 2.0 * x_bytes + 2.0 * B * D * S * 2;
-          const double copy_gbs = 2.0 * x_bytes / copy_us * 1e-3;
-          const double gbs = bytes / us * 1e-3;
-          std::printf("%-34s %9.2f %9.1f %8.2f %7.1f%%\n", name, us, gbs, copy_us, 100.0 * gbs / copy_gbs);
-          std::fflush(stdout);
-        }
-
-  if (!filter.empty() && filter != "update") return;
-  std::printf("\n%-34s %9s %9s %8s\n", "update (bf16, D8192, w4, graph)", "us/call", "GB/s", "%copy");
-  double ceiling_gbs = 0;
-  {
-    const size_t bytes = size_t{1} << 30;
-    DeviceBuffer a(bytes), b(bytes);
-    EventTimer timer;
-    const double us = timer.us_per_call(stream, 20, [&](int) {
-      DKGPU_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream));
-    });
-    ceiling_gbs = 2.0 * bytes / us * 1e-3;
-    std::printf("D2D copy ceiling: %.1f GB/s\n", ceiling_gbs);
-  }
-  {
-    // The floor: a graph of 32 empty kernels.
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < 32; ++i) DKGPU_CHECK(dkgpu_launch_empty(stream));
-    DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
-    DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    EventTimer timer;
-    const double us =
-        timer.us_per_call(stream, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, stream)); }) / 32;
-    std::printf("empty kernel in a graph: %.2f us per node\n", us);
-    DKGPU_CHECK(cudaGraphExecDestroy(exec));
-    DKGPU_CHECK(cudaGraphDestroy(graph));
-  }
-  for (int64_t batch : {1, 8, 64, 256, 1024}) {
-    const int64_t D = 8192, S = 3;
-    const size_t per_call = static_cast<size_t>(batch * D * 2 * (1 + S));
-    const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{256} << 20) / per_call, 1, 32));
-    std::vector<DeviceBuffer> xs, ss;
-    for (int i = 0; i < nbuf; ++i) {
-      xs.emplace_back(batch * D * 2);
-      ss.emplace_back(batch * D * S * 2);
-      fill_random(xs.back().get(), xs.back().bytes(), stream);
-      fill_random(ss.back().get(), ss.back().bytes(), stream);
-    }
-    DeviceBuffer w(D * 8), bias(D * 2), idx(batch * 4);
-    fill_random(w.get(), w.bytes(), stream);
-    fill_random(bias.get(), bias.bytes(), stream);
-    std::vector<int32_t> hi(batch);
-    std::iota(hi.begin(), hi.end(), 0);
-    DKGPU_CHECK(cudaMemcpy(idx.get(), hi.data(), batch * 4, cudaMemcpyHostToDevice));
-    const View wv(w.get(), 0, dt_dl(Dt::bf16), {D, 4}, {4, 1}), bv(bias.get(), 0, dt_dl(Dt::bf16), {D}, {1});
-    const View iv(idx.get(), 0, i32_dl(), {batch}, {1});
-    std::vector<View> xv, sv;
-    for (int i = 0; i < nbuf; ++i) {
-      xv.emplace_back(xs[i].get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{batch, D},
-                      std::vector<int64_t>{D, 1});
-      sv.emplace_back(ss[i].get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{batch, D, S},
-                      std::vector<int64_t>{D * S, S, 1});
-    }
-    const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1)};
-    const int per_graph = std::max(nbuf, 32);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    std::string err;
-    DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < per_graph; ++i)
-      if (plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE,
-                     {xv[i % nbuf].get(), sv[i % nbuf].get(), wv.get(), bv.get(), iv.get(), nullptr}, scalars,
-                     stream, &err) != DK_OK)
-        throw std::runtime_error(err);
-    DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
-    DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    EventTimer timer;
-    const double us =
-        timer.us_per_call(stream, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, stream)); }) / per_graph;
-    const double gbs = 2.0 * per_call / us * 1e-3;
-    std::printf("batch %-28ld %9.2f %9.1f %7.1f%%\n", static_cast<long>(batch), us, gbs,
-                100.0 * gbs / ceiling_gbs);
-    // Host time of one eager call through the plugin ABI (no core): median over many calls.
-    if (batch == 1) {
-      std::vector<double> host_us;
-      for (int rep = 0; rep < 20; ++rep) {
-        DKGPU_CHECK(cudaStreamSynchronize(stream));
-        for (int i = 0; i < 100; ++i) {
-          const auto t0 = std::chrono::steady_clock::now();
-          plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE,
-                     {xv[0].get(), sv[0].get(), wv.get(), bv.get(), iv.get(), nullptr}, scalars, stream,
-                     &err);
-          host_us.push_back(
-              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-        }
-      }
-      std::nth_element(host_us.begin(), host_us.begin() + host_us.size() / 2, host_us.end());
-      std::printf("host time of one eager update call (plugin ABI only, incl. supports): %.2f us median\n",
-                  host_us[host_us.size() / 2]);
-    }
-    DKGPU_CHECK(cudaGraphExecDestroy(exec));
-    DKGPU_CHECK(cudaGraphDestroy(graph));
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <libdeltakern_native.so> [--bench] [--quick] [--no-check]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <libdeltakern_native.so> [--quick]\n", argv[0]);
     return 2;
   }
-  bool do_bench = false, quick = false, check = true, update_only = false;
-  std::string filter;
-  int iters = 0;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--bench") do_bench = true;
-    if (a == "--quick") quick = true;
-    if (a == "--no-check") check = false;
-    if (a == "--bench-update") do_bench = update_only = true;
-    if (a == "--filter" && i + 1 < argc) filter = argv[++i];
-    if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
+  bool quick = false;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--quick") quick = true;
+  // No GPU (CI, a CPU box): skipped with the reason, before the plugin is loaded.
+  int devices = 0;
+  const cudaError_t no_device = cudaGetDeviceCount(&devices);
+  if (no_device != cudaSuccess || devices == 0) {
+    std::printf("skipped: no CUDA device: %s\n",
+                no_device != cudaSuccess ? cudaGetErrorString(no_device) : "the driver reports none");
+    return 77;
   }
   try {
     Plugin plugin(argv[1]);
@@ -1396,50 +1120,47 @@ int main(int argc, char** argv) {
     cudaStream_t stream;
     DKGPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Failures f;
-    if (check) {
-      for (const auto& c : varlen_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
-      for (const auto& c : update_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
-      for (const auto& c : varlen_out_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
-      for (const auto& c : update_out_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
-      for (bool cl : {false, true})
-        f.report(std::string("prefill-then-updates/") + (cl ? "channel_last" : "time"),
-                 prefill_then_updates(plugin, stream, cl));
-      for (bool cl : {false, true}) {
-        VarlenCase c;
-        c.channel_last = cl;
-        c.tile = cl ? 64 : 512;
-        c.lens = cl ? std::vector<int64_t>{63, 1, 65, 200, 130, 0, 64}
-                    : std::vector<int64_t>{2047, 1, 3000, 2100, 0, 2048};
-        f.report(std::string("capture/varlen/") + (cl ? "channel_last" : "time") + "/tiled",
-                 run_varlen_case(plugin, c, stream, true));
-      }
-      UpdateCase u;
-      u.batch = 33;
-      f.report("capture/update", run_update_case(plugin, u, stream, true));
-      u.circular = true;
-      u.S = 5;
-      f.report("capture/update/circular", run_update_case(plugin, u, stream, true));
-      for (bool cl : {false, true}) {
-        VarlenCase c;
-        c.out = true;
-        c.channel_last = cl;
-        c.tile = cl ? 64 : 512;
-        c.lens = cl ? std::vector<int64_t>{63, 1, 65, 200, 130, 0, 64}
-                    : std::vector<int64_t>{2047, 1, 3000, 2100, 0, 2048};
-        c.pad_every = 3;
-        c.out_ld_extra = 8;
-        f.report(std::string("capture/varlen_out/") + (cl ? "channel_last" : "time") + "/tiled",
-                 run_varlen_case(plugin, c, stream, true));
-      }
-      UpdateCase uo;
-      uo.out = true;
-      uo.batch = 33;
-      uo.pad_every = 4;
-      uo.out_batch_extra = 8;
-      f.report("capture/update_out", run_update_case(plugin, uo, stream, true));
-      std::printf("\n%d checks, %d failed\n", f.checks, f.failed);
+    for (const auto& c : varlen_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
+    for (const auto& c : update_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
+    for (const auto& c : varlen_out_cases(quick)) f.report(c.name, run_varlen_case(plugin, c, stream));
+    for (const auto& c : update_out_cases(quick)) f.report(c.name, run_update_case(plugin, c, stream));
+    for (bool cl : {false, true})
+      f.report(std::string("prefill-then-updates/") + (cl ? "channel_last" : "time"),
+               prefill_then_updates(plugin, stream, cl));
+    for (bool cl : {false, true}) {
+      VarlenCase c;
+      c.channel_last = cl;
+      c.tile = cl ? 64 : 512;
+      c.lens = cl ? std::vector<int64_t>{63, 1, 65, 200, 130, 0, 64}
+                  : std::vector<int64_t>{2047, 1, 3000, 2100, 0, 2048};
+      f.report(std::string("capture/varlen/") + (cl ? "channel_last" : "time") + "/tiled",
+               run_varlen_case(plugin, c, stream, true));
     }
-    if (do_bench) bench(plugin, stream, update_only, filter, iters);
+    UpdateCase u;
+    u.batch = 33;
+    f.report("capture/update", run_update_case(plugin, u, stream, true));
+    u.circular = true;
+    u.S = 5;
+    f.report("capture/update/circular", run_update_case(plugin, u, stream, true));
+    for (bool cl : {false, true}) {
+      VarlenCase c;
+      c.out = true;
+      c.channel_last = cl;
+      c.tile = cl ? 64 : 512;
+      c.lens = cl ? std::vector<int64_t>{63, 1, 65, 200, 130, 0, 64}
+                  : std::vector<int64_t>{2047, 1, 3000, 2100, 0, 2048};
+      c.pad_every = 3;
+      c.out_ld_extra = 8;
+      f.report(std::string("capture/varlen_out/") + (cl ? "channel_last" : "time") + "/tiled",
+               run_varlen_case(plugin, c, stream, true));
+    }
+    UpdateCase uo;
+    uo.out = true;
+    uo.batch = 33;
+    uo.pad_every = 4;
+    uo.out_batch_extra = 8;
+    f.report("capture/update_out", run_update_case(plugin, uo, stream, true));
+    std::printf("\n%d checks, %d failed\n", f.checks, f.failed);
     DKGPU_CHECK(cudaStreamDestroy(stream));
     return f.failed == 0 ? 0 : 1;
   } catch (const std::exception& e) {
