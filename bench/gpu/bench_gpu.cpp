@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     EventTimer ev;
     const DLDevice dev{kDLCUDA, 0};
-    const DLDataType bf16{kDLBfloat, 16, 1}, i32{kDLInt, 32, 1}, u8{kDLUInt, 8, 1};
+    const DLDataType bf16 = to_dl(ScalarType::bf16), i32 = to_dl(ScalarType::i32), u8 = to_dl(ScalarType::u8);
 
     // ---- varlen
     const auto section = [&](const char* name) { return only.empty() || only == name; };

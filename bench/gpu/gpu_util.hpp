@@ -1,14 +1,15 @@
-// Small host-side helpers of the GPU programs: error checks, owning device buffers, dtype
-// conversions, DLTensor views and the float64 reference of both ops (docs/design.md section 5).
+// Small host-side CUDA helpers of the GPU programs: error checks, owning device buffers, random
+// device fills, DLTensor views and event timing. Shared by bench/gpu (bench_gpu,
+// native_kernel_bench) and tests/gpu (native_selftest, portable_cut_digest). Element types are
+// the project's vocabulary (deltakern/scalar_type.hpp); the float64 reference is conformance's.
 #pragma once
 
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <dlpack/dlpack.h>
+#include <deltakern/scalar_type.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,11 @@
 #include <vector>
 
 namespace dkgpu {
+
+using deltakern::ScalarType;
+using deltakern::short_name;
+using deltakern::size_of;
+using deltakern::to_dl;
 
 inline void cuda_check(cudaError_t err, const char* what, const char* file, int line) {
   if (err != cudaSuccess)
@@ -69,71 +75,6 @@ inline void fill_random_bf16(void* dst, size_t bytes, cudaStream_t s, std::mt199
   DKGPU_CHECK(cudaStreamSynchronize(s));
 }
 
-enum class Dt { f32, f16, bf16 };
-inline const char* dt_name(Dt d) { return d == Dt::f32 ? "f32" : d == Dt::f16 ? "f16" : "bf16"; }
-inline size_t dt_size(Dt d) { return d == Dt::f32 ? 4 : 2; }
-inline DLDataType dt_dl(Dt d) {
-  return d == Dt::f32   ? DLDataType{kDLFloat, 32, 1}
-         : d == Dt::f16 ? DLDataType{kDLFloat, 16, 1}
-                        : DLDataType{kDLBfloat, 16, 1};
-}
-
-// Host arrays of one dtype, kept as raw bytes; values read and written as double.
-struct HostArray {
-  Dt dt = Dt::f32;
-  std::vector<unsigned char> bytes;
-  HostArray() = default;
-  HostArray(Dt d, size_t n) : dt(d), bytes(n * dt_size(d)) {}
-  size_t size() const { return bytes.size() / dt_size(dt); }
-  double get(size_t i) const {
-    switch (dt) {
-      case Dt::f32: {
-        float v;
-        std::memcpy(&v, &bytes[i * 4], 4);
-        return v;
-      }
-      case Dt::f16: {
-        __half v;
-        std::memcpy(&v, &bytes[i * 2], 2);
-        return __half2float(v);
-      }
-      default: {
-        __nv_bfloat16 v;
-        std::memcpy(&v, &bytes[i * 2], 2);
-        return __bfloat162float(v);
-      }
-    }
-  }
-  void set(size_t i, double value) {
-    const float f = static_cast<float>(value);
-    switch (dt) {
-      case Dt::f32:
-        std::memcpy(&bytes[i * 4], &f, 4);
-        break;
-      case Dt::f16: {
-        const __half v = __float2half_rn(f);
-        std::memcpy(&bytes[i * 2], &v, 2);
-        break;
-      }
-      default: {
-        const __nv_bfloat16 v = __float2bfloat16_rn(f);
-        std::memcpy(&bytes[i * 2], &v, 2);
-        break;
-      }
-    }
-  }
-  bool same_bits(const HostArray& o, size_t i) const {
-    const size_t s = dt_size(dt);
-    return std::memcmp(&bytes[i * s], &o.bytes[i * s], s) == 0;
-  }
-  void upload(void* dst) const {
-    DKGPU_CHECK(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
-  }
-  void download(const void* src) {
-    DKGPU_CHECK(cudaMemcpy(bytes.data(), src, bytes.size(), cudaMemcpyDeviceToHost));
-  }
-};
-
 // A DLTensor view with its own shape and strides storage.
 struct View {
   int64_t shape[4]{};
@@ -165,25 +106,6 @@ struct View {
   }
   const DLTensor* get() const { return &t; }
 };
-
-inline DLDataType i32_dl() { return DLDataType{kDLInt, 32, 1}; }
-inline DLDataType u8_dl() { return DLDataType{kDLUInt, 8, 1}; }
-
-// ---- float64 reference (docs/design.md section 5), on logical index functions
-
-struct RefConv {
-  int width = 4;
-  bool silu = false;
-  std::vector<double> w;     // D x W
-  std::vector<double> bias;  // D or empty
-  double point(int64_t d, const double* e /* W values, oldest first */) const {
-    double acc = bias.empty() ? 0.0 : bias[d];
-    for (int k = 0; k < width; ++k) acc += w[d * width + k] * e[k];
-    return silu ? acc / (1.0 + std::exp(-acc)) : acc;
-  }
-};
-
-inline double tolerance(Dt d) { return d == Dt::f32 ? 2e-5 : d == Dt::f16 ? 2e-3 : 1.6e-2; }
 
 // CUDA events around `iters` back-to-back calls on one stream: the device time per call.
 struct EventTimer {

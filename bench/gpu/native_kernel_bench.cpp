@@ -80,13 +80,14 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
           for (auto l : lens) hq.push_back(hq.back() + static_cast<int32_t>(l));
           DKGPU_CHECK(cudaMemcpy(q.get(), hq.data(), hq.size() * 4, cudaMemcpyHostToDevice));
           DKGPU_CHECK(cudaMemset(init.get(), 1, B));
-          const View wv(w.get(), 0, dt_dl(Dt::bf16), {D, 4}, {4, 1}),
-              bv(bias.get(), 0, dt_dl(Dt::bf16), {D}, {1});
-          const View sv(states.get(), 0, dt_dl(Dt::bf16), {B, D, S}, {D * S, S, 1});
-          const View qv(q.get(), 0, i32_dl(), {B + 1}, {1}), iv(init.get(), 0, u8_dl(), {B}, {1});
+          const View wv(w.get(), 0, to_dl(ScalarType::bf16), {D, 4}, {4, 1}),
+              bv(bias.get(), 0, to_dl(ScalarType::bf16), {D}, {1});
+          const View sv(states.get(), 0, to_dl(ScalarType::bf16), {B, D, S}, {D * S, S, 1});
+          const View qv(q.get(), 0, to_dl(ScalarType::i32), {B + 1}, {1}),
+              iv(init.get(), 0, to_dl(ScalarType::u8), {B}, {1});
           std::vector<View> xv;
           for (auto& b : xs)
-            xv.emplace_back(b.get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{D, T},
+            xv.emplace_back(b.get(), 0, to_dl(ScalarType::bf16), std::vector<int64_t>{D, T},
                             cl ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
           const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1), int_scalar(T)};
           EventTimer timer;
@@ -154,13 +155,14 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
     std::vector<int32_t> hi(batch);
     std::iota(hi.begin(), hi.end(), 0);
     DKGPU_CHECK(cudaMemcpy(idx.get(), hi.data(), batch * 4, cudaMemcpyHostToDevice));
-    const View wv(w.get(), 0, dt_dl(Dt::bf16), {D, 4}, {4, 1}), bv(bias.get(), 0, dt_dl(Dt::bf16), {D}, {1});
-    const View iv(idx.get(), 0, i32_dl(), {batch}, {1});
+    const View wv(w.get(), 0, to_dl(ScalarType::bf16), {D, 4}, {4, 1}),
+        bv(bias.get(), 0, to_dl(ScalarType::bf16), {D}, {1});
+    const View iv(idx.get(), 0, to_dl(ScalarType::i32), {batch}, {1});
     std::vector<View> xv, sv;
     for (int i = 0; i < nbuf; ++i) {
-      xv.emplace_back(xs[i].get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{batch, D},
+      xv.emplace_back(xs[i].get(), 0, to_dl(ScalarType::bf16), std::vector<int64_t>{batch, D},
                       std::vector<int64_t>{D, 1});
-      sv.emplace_back(ss[i].get(), 0, dt_dl(Dt::bf16), std::vector<int64_t>{batch, D, S},
+      sv.emplace_back(ss[i].get(), 0, to_dl(ScalarType::bf16), std::vector<int64_t>{batch, D, S},
                       std::vector<int64_t>{D * S, S, 1});
     }
     const std::vector<dk_scalar> scalars = {str_scalar("silu"), int_scalar(-1)};

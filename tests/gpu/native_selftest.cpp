@@ -23,9 +23,12 @@
 #include <vector>
 
 #include "gpu_util.hpp"
+#include "host_array.hpp"
 #include "native_plugin.hpp"
+#include "reference.hpp"  // conformance/src (deltakern_reference)
 
 using namespace dkgpu;
+namespace ref = deltakern::conformance::reference;
 
 namespace {
 
@@ -35,13 +38,14 @@ double uniform(double lo, double hi) { return std::uniform_real_distribution<dou
 // ---- a state pool (lines, D, S) in one of three layouts, unused lines full of NaN
 
 struct Pool {
-  Dt dt;
+  ScalarType dt;
   int64_t lines, D, S;
   int layout;  // 0: compact (lines, D, S); 1: (lines, S, D) transposed; 2: padded odd strides
   int64_t sl, sc, sp, extent;
   HostArray host;
   DeviceBuffer dev;
-  Pool(Dt d, int64_t l, int64_t dim, int64_t s, int lay) : dt(d), lines(l), D(dim), S(s), layout(lay) {
+  Pool(ScalarType d, int64_t l, int64_t dim, int64_t s, int lay)
+      : dt(d), lines(l), D(dim), S(s), layout(lay) {
     if (layout == 0) {
       sc = S, sp = 1, sl = D * S;
     } else if (layout == 1) {
@@ -59,36 +63,39 @@ struct Pool {
     for (int64_t c = 0; c < D; ++c)
       for (int64_t p = 0; p < S; ++p) host.set(at(l, c, p), uniform(-1, 1));
   }
-  View view(int device) const { return View(dev.get(), device, dt_dl(dt), {lines, D, S}, {sl, sc, sp}); }
+  View view(int device) const { return View(dev.get(), device, to_dl(dt), {lines, D, S}, {sl, sc, sp}); }
 };
 
+// Weights and bias as the kernel reads them (rounded to their dtypes), and as the reference reads
+// them: accessors over the same host arrays. Not to be moved once built (the accessors hold it).
 struct Weights {
-  Dt wdt, bdt;
+  ScalarType wdt, bdt;
   int64_t D;
   int W;
-  bool has_bias;
+  bool has_bias, silu;
   HostArray w, b;
   DeviceBuffer dw, db;
-  RefConv ref;
-  Weights(Dt wd, Dt bd, int64_t dim, int width, bool bias, bool silu)
-      : wdt(wd), bdt(bd), D(dim), W(width), has_bias(bias), w(wd, dim * width), b(bd, dim) {
+  Weights(ScalarType wd, ScalarType bd, int64_t dim, int width, bool bias, bool act_silu)
+      : wdt(wd), bdt(bd), D(dim), W(width), has_bias(bias), silu(act_silu), w(wd, dim * width), b(bd, dim) {
     for (size_t i = 0; i < w.size(); ++i) w.set(i, uniform(-0.6, 0.6));
     for (size_t i = 0; i < b.size(); ++i) b.set(i, uniform(-0.3, 0.3));
     dw = DeviceBuffer(w.bytes.size());
     db = DeviceBuffer(b.bytes.size());
     w.upload(dw.get());
     b.upload(db.get());
-    ref.width = width;
-    ref.silu = silu;
-    ref.w.resize(w.size());
-    for (size_t i = 0; i < w.size(); ++i) ref.w[i] = w.get(i);
-    if (bias) {
-      ref.bias.resize(b.size());
-      for (size_t i = 0; i < b.size(); ++i) ref.bias[i] = b.get(i);
-    }
   }
-  View wv(int dev) const { return View(dw.get(), dev, dt_dl(wdt), {D, W}, {W, 1}); }
-  View bv(int dev) const { return View(db.get(), dev, dt_dl(bdt), {D}, {1}); }
+  Weights(const Weights&) = delete;
+  Weights& operator=(const Weights&) = delete;
+  View wv(int dev) const { return View(dw.get(), dev, to_dl(wdt), {D, W}, {W, 1}); }
+  View bv(int dev) const { return View(db.get(), dev, to_dl(bdt), {D}, {1}); }
+  std::function<double(int64_t, int64_t)> weight() const {
+    return [this](int64_t d, int64_t k) { return w.get(static_cast<size_t>(d * W + k)); };
+  }
+  std::function<double(int64_t)> bias() const {
+    if (!has_bias) return {};
+    return [this](int64_t d) { return b.get(static_cast<size_t>(d)); };
+  }
+  ref::Act act() const { return silu ? ref::Act::silu : ref::Act::none; }
 };
 
 struct Failures {
@@ -109,7 +116,7 @@ struct Failures {
 
 struct VarlenCase {
   std::string name;
-  Dt xdt = Dt::bf16, wdt = Dt::bf16, bdt = Dt::bf16, sdt = Dt::bf16;
+  ScalarType xdt = ScalarType::bf16, wdt = ScalarType::bf16, bdt = ScalarType::bf16, sdt = ScalarType::bf16;
   int W = 4, S = 3;
   bool channel_last = false;
   int64_t D = 64;
@@ -167,31 +174,55 @@ VarlenInputs make_varlen_inputs(const VarlenCase& c, int64_t lines) {
   return in;
 }
 
-// Reference: new x over the view (logical (d, t)), new state pool.
-void varlen_reference(const VarlenCase& c, const VarlenInputs& in, const RefConv& conv,
-                      const std::function<double(int64_t, int64_t)>& xget,
-                      const std::function<void(int64_t, int64_t, double)>& xset, const Pool& pool,
-                      HostArray& states) {
-  const int64_t S = c.S, W = c.W;
-  for (int64_t b = 0; b < in.B; ++b) {
-    const int64_t line = in.ci[b];
-    if (line == c.pad_id || line < 0 || line >= pool.lines) continue;
-    const int64_t q0 = in.q[b], L = in.q[b + 1] - q0;
-    const bool init = c.init_mode != 0 && in.init[b];
-    for (int64_t d = 0; d < c.D; ++d) {
-      std::vector<double> e(S + L);
-      for (int64_t j = 0; j < S; ++j) e[j] = init ? states.get(pool.at(line, d, j)) : 0.0;
-      for (int64_t t = 0; t < L; ++t) e[S + t] = xget(d, q0 + t);
-      for (int64_t t = 0; t < L; ++t) xset(d, q0 + t, conv.point(d, &e[S + t - (W - 1)]));
-      for (int64_t j = 0; j < S; ++j) states.set(pool.at(line, d, j), e[L + j]);
-    }
-  }
+// The reference's pool after the call written into `states` (the pool's host copy, in its layout):
+// the lines the call wrote; every other element keeps its bits.
+void write_states(const std::vector<double>& after, const std::vector<uint8_t>& line_live, const Pool& pool,
+                  HostArray& states) {
+  for (int64_t l = 0; l < pool.lines; ++l)
+    if (line_live[static_cast<size_t>(l)])
+      for (int64_t d = 0; d < pool.D; ++d)
+        for (int64_t s = 0; s < pool.S; ++s)
+          states.set(pool.at(l, d, s), after[static_cast<size_t>((l * pool.D + d) * pool.S + s)]);
 }
+
+// The float64 reference (conformance's reference::Varlen) of a varlen case: out_at(d, t) of every
+// token of a live sequence (the tokens before q[0] and those of skipped sequences have none), and
+// the pool after the call into `states`.
+void varlen_reference(const VarlenCase& c, const VarlenInputs& in, const Weights& wts,
+                      const std::function<double(int64_t, int64_t)>& x,
+                      const std::function<void(int64_t, int64_t, double)>& out_at, const Pool& pool,
+                      HostArray& states) {
+  ref::VarlenProblem p;
+  p.dim = c.D;
+  p.tokens = in.T;
+  p.width = c.W;
+  p.state_len = c.S;
+  p.lines = pool.lines;
+  p.x = x;
+  p.weight = wts.weight();
+  p.bias = wts.bias();
+  p.states = [&pool](int64_t l, int64_t d, int64_t s) { return pool.host.get(pool.at(l, d, s)); };
+  p.query_start_loc = in.q;
+  p.cache_indices = in.ci;
+  if (c.init_mode != 0) p.has_initial_state = in.init;  // no tensor: no sequence has a prior
+  p.act = wts.act();
+  p.pad_slot_id = c.pad_id;
+  const ref::Varlen r(std::move(p));
+  for (int64_t b = 0; b < in.B; ++b)
+    if (r.sequence_live(b))
+      for (int64_t t = in.q[b]; t < in.q[b + 1]; ++t)
+        for (int64_t d = 0; d < c.D; ++d) out_at(d, t, r.out(d, t).value);
+  write_states(r.states(), r.line_live(), pool, states);
+}
+
+// The check's bound on |got - expected| / (1 + |expected|) for an output of dtype t: float32
+// accumulation and one rounding to t.
+double tolerance(ScalarType t) { return t == ScalarType::f32 ? 2e-5 : t == ScalarType::f16 ? 2e-3 : 1.6e-2; }
 
 // Elements with a reference must match it; every other one (outside the view, skipped tokens or
 // rows, everything where ref is all NaN) must hold its bits from before the call.
 std::string compare_x(const HostArray& got, const HostArray& before, const std::vector<double>& ref,
-                      const std::vector<char>& in_view, Dt dt, const char* what = "x") {
+                      const std::vector<char>& in_view, ScalarType dt, const char* what = "x") {
   const double tol = tolerance(dt);
   for (size_t i = 0; i < got.size(); ++i) {
     if (!in_view[i] || std::isnan(ref[i])) {
@@ -263,7 +294,7 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
       for (int64_t t = 0; t < T; ++t) out_in_view[oi(d, t)] = 1;
   HostArray ref_states = pool.host;
   varlen_reference(
-      c, in, wts.ref, [&](int64_t d, int64_t t) { return xh.get(xi(d, t)); },
+      c, in, wts, [&](int64_t d, int64_t t) { return xh.get(xi(d, t)); },
       [&](int64_t d, int64_t t, double v) { (c.out ? out_ref[oi(d, t)] : ref[xi(d, t)]) = v; }, pool,
       ref_states);
 
@@ -271,16 +302,16 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
   xh.upload(xd.get());
   if (c.out) oh.upload(od.get());
   pool.host.upload(pool.dev.get());
-  const View xv(xd.get(), 0, dt_dl(c.xdt), {c.D, T},
+  const View xv(xd.get(), 0, to_dl(c.xdt), {c.D, T},
                 c.channel_last ? std::vector<int64_t>{1, ld} : std::vector<int64_t>{ld, 1},
-                c.x_offset * dt_size(c.xdt));
-  const View ov(od.get(), 0, dt_dl(c.xdt), {c.D, T},
+                c.x_offset * size_of(c.xdt));
+  const View ov(od.get(), 0, to_dl(c.xdt), {c.D, T},
                 c.channel_last ? std::vector<int64_t>{1, out_ld} : std::vector<int64_t>{out_ld, 1},
-                c.out_offset * dt_size(c.xdt));
+                c.out_offset * size_of(c.xdt));
   const View wv = wts.wv(0), bv = wts.bv(0), sv = pool.view(0);
-  const View qv(in.dq.get(), 0, i32_dl(), {B + 1}, {1});
-  const View civ(in.dci.get(), 0, i32_dl(), {B}, {1});
-  const View iv(in.dinit.get(), 0, u8_dl(), {B}, {1});
+  const View qv(in.dq.get(), 0, to_dl(ScalarType::i32), {B + 1}, {1});
+  const View civ(in.dci.get(), 0, to_dl(ScalarType::i32), {B}, {1});
+  const View iv(in.dinit.get(), 0, to_dl(ScalarType::u8), {B}, {1});
   std::vector<const DLTensor*> tensors = {xv.get(), wv.get(),  c.bias ? bv.get() : nullptr,     sv.get(),
                                           qv.get(), civ.get(), c.init_mode ? iv.get() : nullptr};
   if (c.out) tensors.push_back(ov.get());  // DK_VARLEN_OUT, after the other tensors
@@ -332,7 +363,7 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
 
 struct UpdateCase {
   std::string name;
-  Dt xdt = Dt::bf16, wdt = Dt::bf16, sdt = Dt::bf16;
+  ScalarType xdt = ScalarType::bf16, wdt = ScalarType::bf16, sdt = ScalarType::bf16;
   int W = 4, S = 3, Tq = 1;
   int64_t D = 256, batch = 8;
   bool x3d = false;          // (batch, D, Tq) even for Tq == 1
@@ -352,6 +383,37 @@ struct UpdateCase {
   bool out = false;
   int64_t out_pitch_extra = 0, out_batch_extra = 0, out_offset = 0;
 };
+
+// The float64 reference (conformance's reference::Update) of an update case: out_at(b, d, t) of
+// every token of a live row (padded and out-of-range rows have none), and the pool after the
+// call into `states`.
+void update_reference(const UpdateCase& c, const std::vector<int32_t>& idx,
+                      const std::vector<int32_t>& seqlens, const Weights& wts,
+                      const std::function<double(int64_t, int64_t, int64_t)>& x,
+                      const std::function<void(int64_t, int64_t, int64_t, double)>& out_at, const Pool& pool,
+                      HostArray& states) {
+  ref::UpdateProblem p;
+  p.batch = c.batch;
+  p.dim = c.D;
+  p.tokens = c.Tq;
+  p.width = c.W;
+  p.state_len = c.S;
+  p.lines = pool.lines;
+  p.x = x;
+  p.states = [&pool](int64_t l, int64_t d, int64_t s) { return pool.host.get(pool.at(l, d, s)); };
+  p.weight = wts.weight();
+  p.bias = wts.bias();
+  p.state_indices = idx;
+  if (c.circular) p.cache_seqlens = seqlens;  // none: shift mode
+  p.act = wts.act();
+  p.pad_slot_id = -1;
+  const ref::Update r(std::move(p));
+  for (int64_t b = 0; b < c.batch; ++b)
+    if (r.row_live(b))
+      for (int64_t d = 0; d < c.D; ++d)
+        for (int64_t t = 0; t < c.Tq; ++t) out_at(b, d, t, r.out(b, d, t).value);
+  write_states(r.states(), r.line_live(), pool, states);
+}
 
 std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
   const int64_t lines = c.batch + 3;
@@ -391,42 +453,16 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
   auto ref_at = [&](int64_t b, int64_t d, int64_t t) -> double& {
     return c.out ? out_ref[oi(b, d, t)] : ref[xi(b, d, t)];
   };
-  HostArray ref_states = pool.host;
-  const int64_t S = c.S, W = c.W;
-  for (int64_t b = 0; b < c.batch; ++b) {
+  for (int64_t b = 0; b < c.batch; ++b)
     for (int64_t d = 0; d < c.D; ++d)
       for (int64_t t = 0; t < c.Tq; ++t) {
         in_view[xi(b, d, t)] = 1;
         if (c.out) out_in_view[oi(b, d, t)] = 1;
       }
-    const int64_t line = idx[b];
-    if (line < 0 || line >= lines) continue;
-    for (int64_t d = 0; d < c.D; ++d) {
-      if (!c.circular) {
-        std::vector<double> e(S + c.Tq);
-        for (int64_t j = 0; j < S; ++j) e[j] = ref_states.get(pool.at(line, d, j));
-        for (int64_t t = 0; t < c.Tq; ++t) e[S + t] = xh.get(xi(b, d, t));
-        for (int64_t t = 0; t < c.Tq; ++t) ref_at(b, d, t) = wts.ref.point(d, &e[S + t - (W - 1)]);
-        for (int64_t j = 0; j < S; ++j) ref_states.set(pool.at(line, d, j), e[c.Tq + j]);
-      } else {
-        const int64_t nn = seqlens[b];
-        for (int64_t t = 0; t < c.Tq; ++t) {
-          double e[4];
-          for (int64_t j = 0; j < W - 1; ++j) {
-            int64_t pos = ((nn + t - (W - 1) + j) % S + S) % S;
-            e[j] = ref_states.get(pool.at(line, d, pos));
-          }
-          e[W - 1] = xh.get(xi(b, d, t));
-          ref_at(b, d, t) = wts.ref.point(d, e);
-          ref_states.set(pool.at(line, d, (nn + t) % S), e[W - 1]);
-        }
-      }
-    }
-  }
-  for (int64_t b = 0; b < c.batch; ++b)
-    if (idx[b] < 0 || idx[b] >= lines)
-      for (int64_t d = 0; d < c.D; ++d)
-        for (int64_t t = 0; t < c.Tq; ++t) ref_at(b, d, t) = std::nan("");  // untouched
+  HostArray ref_states = pool.host;
+  update_reference(
+      c, idx, seqlens, wts, [&](int64_t b, int64_t d, int64_t t) { return xh.get(xi(b, d, t)); },
+      [&](int64_t b, int64_t d, int64_t t, double v) { ref_at(b, d, t) = v; }, pool, ref_states);
 
   DeviceBuffer xd(xh.bytes.size()), od(oh.bytes.size()), di(c.batch * 4 + 4), ds(c.batch * 4 + 4);
   xh.upload(xd.get());
@@ -435,13 +471,14 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
   DKGPU_CHECK(cudaMemcpy(di.get(), idx.data(), c.batch * 4, cudaMemcpyHostToDevice));
   DKGPU_CHECK(cudaMemcpy(ds.get(), seqlens.data(), c.batch * 4, cudaMemcpyHostToDevice));
   const bool three = c.x3d || c.Tq > 1 || c.x_chan_last;
-  const View xv = three ? View(xd.get(), 0, dt_dl(c.xdt), {c.batch, c.D, c.Tq}, {sb, sc, st})
-                        : View(xd.get(), 0, dt_dl(c.xdt), {c.batch, c.D}, {sb, sc});
-  const uint64_t out_bytes = c.out_offset * dt_size(c.xdt);
-  const View ov = three ? View(od.get(), 0, dt_dl(c.xdt), {c.batch, c.D, c.Tq}, {osb, osc, ost}, out_bytes)
-                        : View(od.get(), 0, dt_dl(c.xdt), {c.batch, c.D}, {osb, osc}, out_bytes);
+  const View xv = three ? View(xd.get(), 0, to_dl(c.xdt), {c.batch, c.D, c.Tq}, {sb, sc, st})
+                        : View(xd.get(), 0, to_dl(c.xdt), {c.batch, c.D}, {sb, sc});
+  const uint64_t out_bytes = c.out_offset * size_of(c.xdt);
+  const View ov = three ? View(od.get(), 0, to_dl(c.xdt), {c.batch, c.D, c.Tq}, {osb, osc, ost}, out_bytes)
+                        : View(od.get(), 0, to_dl(c.xdt), {c.batch, c.D}, {osb, osc}, out_bytes);
   const View wv = wts.wv(0), bv = wts.bv(0), sv = pool.view(0);
-  const View iv(di.get(), 0, i32_dl(), {c.batch}, {1}), lv(ds.get(), 0, i32_dl(), {c.batch}, {1});
+  const View iv(di.get(), 0, to_dl(ScalarType::i32), {c.batch}, {1}),
+      lv(ds.get(), 0, to_dl(ScalarType::i32), {c.batch}, {1});
   std::vector<const DLTensor*> tensors = {
       xv.get(), sv.get(), wv.get(), c.bias ? bv.get() : nullptr, iv.get(), c.circular ? lv.get() : nullptr};
   if (c.out) tensors.push_back(ov.get());  // DK_UPDATE_OUT, after the other tensors
@@ -486,7 +523,7 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
 std::vector<VarlenCase> varlen_cases(bool quick) {
   std::vector<VarlenCase> cases;
   const std::vector<int64_t> edge = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 300};
-  for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+  for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
     for (int W : {2, 3, 4})
       for (bool cl : {false, true}) {
         VarlenCase c;
@@ -495,17 +532,17 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
         c.S = W - 1;
         c.channel_last = cl;
         c.lens = edge;
-        c.name = std::string("varlen/") + dt_name(xdt) + "/w" + std::to_string(W) +
+        c.name = std::string("varlen/") + short_name(xdt) + "/w" + std::to_string(W) +
                  (cl ? "/channel_last" : "/time");
         cases.push_back(c);
         if (quick) continue;
         VarlenCase m = c;  // mixed dtypes: f32 weights, bias and states
-        if (xdt != Dt::f32) {
-          m.wdt = m.bdt = m.sdt = Dt::f32;
+        if (xdt != ScalarType::f32) {
+          m.wdt = m.bdt = m.sdt = ScalarType::f32;
           m.name += "/f32-weights-states";
           cases.push_back(m);
           m.wdt = xdt;
-          m.bdt = Dt::f32;
+          m.bdt = ScalarType::f32;
           m.sdt = xdt;
           m.name = c.name + "/f32-bias";
           cases.push_back(m);
@@ -605,7 +642,7 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
                     : std::vector<int64_t>{2047, 1, 2049, 2, 1, 3000, 2100, 0, 2048, 2046, 3, 0, 1023, 1025};
         t.init_mode = 2;
         add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S));
-        t.xdt = t.wdt = t.bdt = t.sdt = Dt::f32;
+        t.xdt = t.wdt = t.bdt = t.sdt = ScalarType::f32;
         add(t, L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S) + "/f32");
       }
     }
@@ -652,12 +689,12 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
       wide.silu = false;
       add(wide, L + "/wide-rows/W2");
       wide.W = 3;
-      wide.xdt = wide.wdt = wide.bdt = wide.sdt = Dt::f16;
+      wide.xdt = wide.wdt = wide.bdt = wide.sdt = ScalarType::f16;
       add(wide, L + "/wide-rows/W3/f16");
       wide.W = 4;
       wide.silu = true;
       wide.D = 2080;
-      wide.xdt = wide.wdt = wide.bdt = wide.sdt = Dt::f32;
+      wide.xdt = wide.wdt = wide.bdt = wide.sdt = ScalarType::f32;
       add(wide, L + "/wide-rows/f32");
     }
     VarlenCase big;
@@ -676,18 +713,18 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
 
 std::vector<UpdateCase> update_cases(bool quick) {
   std::vector<UpdateCase> cases;
-  for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+  for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
     for (int W : {2, 3, 4}) {
       UpdateCase c;
       c.xdt = c.wdt = c.sdt = xdt;
       c.W = W;
       c.S = W - 1;
-      c.name = std::string("update/") + dt_name(xdt) + "/w" + std::to_string(W);
+      c.name = std::string("update/") + short_name(xdt) + "/w" + std::to_string(W);
       cases.push_back(c);
       if (quick) continue;
       UpdateCase m = c;
-      if (xdt != Dt::f32) {
-        m.wdt = m.sdt = Dt::f32;
+      if (xdt != ScalarType::f32) {
+        m.wdt = m.sdt = ScalarType::f32;
         m.name += "/f32-weights-states";
         cases.push_back(m);
       }
@@ -775,7 +812,7 @@ std::vector<VarlenCase> varlen_out_cases(bool quick) {
     // Every dtype and width, every fourth sequence padded, priors on alternate sequences. out's
     // pitch is 8 elements longer than x's: 16 or 32 bytes, so out keeps x's 16-byte phase (time:
     // the row walker with vector stores; channel-last: the vector path).
-    for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+    for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
       for (int W : {2, 3, 4}) {
         if (quick && W != 4) continue;
         VarlenCase c;
@@ -786,13 +823,13 @@ std::vector<VarlenCase> varlen_out_cases(bool quick) {
         c.lens = edge;
         c.pad_every = 4;
         c.out_ld_extra = 8;
-        add(c, L + "/" + dt_name(xdt) + "/w" + std::to_string(W) + "/padded");
+        add(c, L + "/" + short_name(xdt) + "/w" + std::to_string(W) + "/padded");
       }
     if (quick) continue;
     VarlenCase m;
     m.channel_last = cl;
     m.lens = edge;
-    m.wdt = m.bdt = m.sdt = Dt::f32;
+    m.wdt = m.bdt = m.sdt = ScalarType::f32;
     m.out_ld_extra = 8;
     add(m, L + "/bf16/f32-weights-states");
     // Alignment: x's rows 16-byte aligned (time: pitch 248 bf16), out misaligned and out of x's
@@ -868,9 +905,9 @@ std::vector<VarlenCase> varlen_out_cases(bool quick) {
       t.out_ld_extra = cl ? 8 : 15;
       const std::string tag = L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S);
       add(t, tag);
-      t.xdt = t.wdt = t.bdt = t.sdt = Dt::f32;
+      t.xdt = t.wdt = t.bdt = t.sdt = ScalarType::f32;
       add(t, tag + "/f32");
-      t.xdt = t.wdt = t.bdt = t.sdt = Dt::f16;
+      t.xdt = t.wdt = t.bdt = t.sdt = ScalarType::f16;
       t.out_offset = 1;
       t.out_ld_extra = 3;
       add(t, tag + "/f16/misaligned-out");
@@ -928,7 +965,7 @@ std::vector<UpdateCase> update_out_cases(bool quick) {
   // Every dtype and width, every third row padded, out's rows 8 elements apart beyond x's (batch
   // 8: the lean kernel at W 4, S 3; per channel otherwise); circular states (per channel at S 4,
   // staged beyond).
-  for (Dt xdt : {Dt::f32, Dt::f16, Dt::bf16})
+  for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
     for (int W : {2, 3, 4}) {
       UpdateCase c;
       c.xdt = c.wdt = c.sdt = xdt;
@@ -936,7 +973,7 @@ std::vector<UpdateCase> update_out_cases(bool quick) {
       c.S = W - 1;
       c.pad_every = 3;
       c.out_batch_extra = 8;
-      const std::string tag = std::string(dt_name(xdt)) + "/w" + std::to_string(W);
+      const std::string tag = std::string(short_name(xdt)) + "/w" + std::to_string(W);
       add(c, tag + "/padded");
       if (quick) continue;
       c.circular = true;
@@ -1027,7 +1064,7 @@ std::vector<UpdateCase> update_out_cases(bool quick) {
 // Prefill of the first part, then single-token updates, equals one prefill of the whole.
 std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool channel_last) {
   const int64_t D = 128, L = 40, P = 33, S = 3, W = 4;
-  const Dt dt = Dt::f32;
+  const ScalarType dt = ScalarType::f32;
   Weights wts(dt, dt, D, W, true, true);
   HostArray x(dt, D * L);
   for (size_t i = 0; i < x.size(); ++i) x.set(i, uniform(-1, 1));
@@ -1040,11 +1077,11 @@ std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool chann
     std::vector<int32_t> q = {0, static_cast<int32_t>(len)};
     DeviceBuffer dq(8);
     DKGPU_CHECK(cudaMemcpy(dq.get(), q.data(), 8, cudaMemcpyHostToDevice));
-    const View xv(xd.get(), 0, dt_dl(dt), {D, len},
+    const View xv(xd.get(), 0, to_dl(dt), {D, len},
                   channel_last ? std::vector<int64_t>{1, D} : std::vector<int64_t>{len, 1});
     const View wv = wts.wv(0), bv = wts.bv(0);
-    const View sv(states.get(), 0, dt_dl(dt), {1, D, S}, {D * S, S, 1});
-    const View qv(dq.get(), 0, i32_dl(), {2}, {1});
+    const View sv(states.get(), 0, to_dl(dt), {1, D, S}, {D * S, S, 1});
+    const View qv(dq.get(), 0, to_dl(ScalarType::i32), {2}, {1});
     std::string err;
     if (plugin.run(DK_OP_CAUSAL_CONV1D_VARLEN,
                    {xv.get(), wv.get(), bv.get(), sv.get(), qv.get(), nullptr, nullptr},
@@ -1065,9 +1102,9 @@ std::string prefill_then_updates(Plugin& plugin, cudaStream_t stream, bool chann
     HostArray tok(dt, D);
     for (int64_t d = 0; d < D; ++d) tok.set(d, x.get(d * L + t));
     tok.upload(xt.get());
-    const View xv(xt.get(), 0, dt_dl(dt), {1, D}, {D, 1});
+    const View xv(xt.get(), 0, to_dl(dt), {1, D}, {D, 1});
     const View wv = wts.wv(0), bv = wts.bv(0);
-    const View sv(s_part.get(), 0, dt_dl(dt), {1, D, S}, {D * S, S, 1});
+    const View sv(s_part.get(), 0, to_dl(dt), {1, D, S}, {D * S, S, 1});
     std::string err;
     if (plugin.run(DK_OP_CAUSAL_CONV1D_UPDATE, {xv.get(), sv.get(), wv.get(), bv.get(), nullptr, nullptr},
                    {str_scalar("silu"), int_scalar(-1)}, stream, &err) != DK_OK)

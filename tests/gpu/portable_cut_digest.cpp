@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpu_util.hpp"
+#include "host_array.hpp"
 
 using namespace dkgpu;
 
@@ -29,7 +30,7 @@ uint64_t fnv1a(const std::vector<unsigned char>& bytes, uint64_t h = 14695981039
   return h;
 }
 
-HostArray random_array(Dt dt, size_t n, std::mt19937_64& rng) {
+HostArray random_array(ScalarType dt, size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   HostArray a(dt, n);
   for (size_t i = 0; i < n; ++i) a.set(i, dist(rng));
@@ -48,7 +49,7 @@ int main() {
     DKGPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
     for (bool aligned_t : {true, false})
-      for (Dt dt : {Dt::f32, Dt::f16, Dt::bf16})
+      for (ScalarType dt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
         for (int W : {2, 3, 4})
           for (bool channel_last : {false, true}) {
             std::mt19937_64 rng(1000 * W + 10 * static_cast<int>(dt) + (channel_last ? 1 : 0) +
@@ -71,7 +72,7 @@ int main() {
               cache[b] = b % 9 == 4 ? -1 : static_cast<int32_t>((b * 7) % lines);  // -1: padded
               init[b] = static_cast<uint8_t>(b % 3 != 0);
             }
-            const size_t es = dt_size(dt);
+            const size_t es = size_of(dt);
             HostArray x = random_array(dt, D * T, rng), w = random_array(dt, D * W, rng),
                       bias = random_array(dt, D, rng), states = random_array(dt, lines * D * S, rng);
             DeviceBuffer dx(x.bytes.size()), dw(w.bytes.size()), db(bias.bytes.size()),
@@ -83,13 +84,14 @@ int main() {
             DKGPU_CHECK(cudaMemcpy(dq.get(), qsl.data(), qsl.size() * 4, cudaMemcpyHostToDevice));
             DKGPU_CHECK(cudaMemcpy(dc.get(), cache.data(), cache.size() * 4, cudaMemcpyHostToDevice));
             DKGPU_CHECK(cudaMemcpy(di.get(), init.data(), init.size(), cudaMemcpyHostToDevice));
-            const DLDataType dl = dt_dl(dt);
+            const DLDataType dl = to_dl(dt);
             const View xv(dx.get(), 0, dl, {D, T},
                           channel_last ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
             const View wv(dw.get(), 0, dl, {D, W}, {W, 1}), bv(db.get(), 0, dl, {D}, {1});
             const View sv(ds.get(), 0, dl, {lines, D, S}, {D * S, S, 1});
-            const View qv(dq.get(), 0, i32_dl(), {B + 1}, {1}), cv(dc.get(), 0, i32_dl(), {B}, {1});
-            const View iv(di.get(), 0, u8_dl(), {B}, {1});
+            const View qv(dq.get(), 0, to_dl(ScalarType::i32), {B + 1}, {1}),
+                cv(dc.get(), 0, to_dl(ScalarType::i32), {B}, {1});
+            const View iv(di.get(), 0, to_dl(ScalarType::u8), {B}, {1});
 
             deltakern::CausalConv1dVarlenArgs a;
             a.x = xv.get();
@@ -118,8 +120,8 @@ int main() {
               for (int64_t t = 0; t < T; ++t)
                 std::memcpy(&out_bytes[(d * T + t) * es], &raw[(d * sd + t * st) * es], es);
             states.download(ds.get());
-            std::printf("%s w%d %s T=%ld %016llx\n", dt_name(dt), W, channel_last ? "channel-last" : "time",
-                        static_cast<long>(T),
+            std::printf("%s w%d %s T=%ld %016llx\n", short_name(dt), W,
+                        channel_last ? "channel-last" : "time", static_cast<long>(T),
                         static_cast<unsigned long long>(fnv1a(states.bytes, fnv1a(out_bytes))));
           }
     return 0;
