@@ -794,47 +794,61 @@ std::vector<UpdateCase> update_cases(bool quick) {
 
 // ---- the out-variants (causal_conv1d_varlen_out, causal_conv1d_update_out)
 //
-// Each case runs the in-place case's reference into a separate out of x's layout: out's pitch
-// differs from x's, and where out_offset is odd its base breaks 16-byte alignment (the kernels
-// must then store without vectors, or in the time-contiguous layout leave the row walker for the
-// tiled kernel); x must keep every bit, and out's skipped tokens and slack their sentinels.
+// Derived from the in-place lists: each in-place case has an out-variant twin, the same call with
+// its result in a separate out of x's layout (the same reference, written into out; x must keep
+// every bit, out's skipped tokens and slack their sentinels), then a few cases only the
+// out-variants have, on out's alignment: where out_offset is odd its base breaks 16-byte
+// alignment (the kernels must then store without vectors, or in the time-contiguous layout leave
+// the row walker for the tiled kernel).
+
+// The twin of an in-place varlen case. Out's pitch is 8 elements longer than x's (16 or 32 bytes,
+// so out keeps x's 16-byte phase: time, the row walker or the vector tiled kernel; channel-last,
+// the vector path); a long time-contiguous call (over 4096 tokens) with no pitch or offset of its
+// own gets whole 16-byte rows (a pitch of a multiple of 8 elements, as engines' are), shorter
+// ones keep rows in every phase; every third sequence is padded where the case pads none.
+VarlenCase varlen_out_twin(VarlenCase c) {
+  c.out = true;
+  c.name = "varlen_out/" + c.name.substr(std::string("varlen/").size());
+  const int64_t T = std::accumulate(c.lens.begin(), c.lens.end(), c.q_shift);
+  if (!c.channel_last && T > 4096 && c.ld_extra == 0 && c.x_offset == 0) c.ld_extra = (T + 7) / 8 * 8 - T;
+  c.out_ld_extra = c.ld_extra + 8;
+  if (c.pad_every == 0 && c.oor_seq < 0 && c.lens.size() >= 3) {
+    c.pad_every = 3;
+    c.name += "/padded";
+  }
+  return c;
+}
 
 std::vector<VarlenCase> varlen_out_cases(bool quick) {
   std::vector<VarlenCase> cases;
+  for (const VarlenCase& in_place : varlen_cases(quick)) {
+    cases.push_back(varlen_out_twin(in_place));
+    // Token tiles (states parked for the finish pass; out parks no outputs) into a misaligned
+    // out too: its base one element off, its pitch 3 longer than x's (out of x's phase: the
+    // scalar stores); f32 cases in f16 (2-byte elements an odd offset splits).
+    if (in_place.tile > 0) {
+      VarlenCase m = cases.back();
+      if (m.xdt == ScalarType::f32 && m.sdt == ScalarType::f32) {
+        m.xdt = m.wdt = m.bdt = m.sdt = ScalarType::f16;
+        m.name += "/f16";
+      }
+      m.out_offset = 1;
+      m.out_ld_extra = m.ld_extra + 3;
+      m.name += "/misaligned-out";
+      cases.push_back(m);
+    }
+  }
   auto add = [&](VarlenCase c, const std::string& tag) {
     c.out = true;
     c.name = "varlen_out/" + tag;
     cases.push_back(c);
   };
-  const std::vector<int64_t> edge = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 300};
   for (bool cl : {false, true}) {
     const std::string L = cl ? "channel_last" : "time";
-    // Every dtype and width, every fourth sequence padded, priors on alternate sequences. out's
-    // pitch is 8 elements longer than x's: 16 or 32 bytes, so out keeps x's 16-byte phase (time:
-    // the row walker with vector stores; channel-last: the vector path).
-    for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
-      for (int W : {2, 3, 4}) {
-        if (quick && W != 4) continue;
-        VarlenCase c;
-        c.xdt = c.wdt = c.bdt = c.sdt = xdt;
-        c.W = W;
-        c.S = W - 1;
-        c.channel_last = cl;
-        c.lens = edge;
-        c.pad_every = 4;
-        c.out_ld_extra = 8;
-        add(c, L + "/" + short_name(xdt) + "/w" + std::to_string(W) + "/padded");
-      }
-    if (quick) continue;
-    VarlenCase m;
-    m.channel_last = cl;
-    m.lens = edge;
-    m.wdt = m.bdt = m.sdt = ScalarType::f32;
-    m.out_ld_extra = 8;
-    add(m, L + "/bf16/f32-weights-states");
-    // Alignment: x's rows 16-byte aligned (time: pitch 248 bf16), out misaligned and out of x's
-    // phase (the scalar paths; time: the tiled kernel); then both misaligned in the same phase
-    // (time: the row walker on misaligned rows; channel-last: scalar).
+    // x's rows 16-byte aligned (time: pitch 248 bf16), out misaligned and out of x's phase (the
+    // scalar paths; time: the tiled kernel); then both misaligned in the same phase (time: the
+    // row walker on misaligned rows; channel-last: scalar); then an aligned out whose pitch is
+    // not a multiple of 16 bytes.
     VarlenCase a;
     a.channel_last = cl;
     a.lens = {77, 5, 123, 1, 0, 40};  // T = 246
@@ -848,27 +862,9 @@ std::vector<VarlenCase> varlen_out_cases(bool quick) {
     add(a, L + "/misaligned-in-phase");
     a.x_offset = 0;
     a.out_offset = 0;
-    a.out_ld_extra = a.ld_extra + 1;  // aligned base, a pitch that is not a multiple of 16 bytes
+    a.out_ld_extra = a.ld_extra + 1;
     add(a, L + "/odd-pitch-out");
-    // Initial states: none (no tensor), all.
-    VarlenCase i;
-    i.channel_last = cl;
-    i.lens = {30, 20, 70, 0, 9};
-    i.out_ld_extra = 16;
-    i.init_mode = 0;
-    add(i, L + "/no-init-tensor");
-    i.init_mode = 1;
-    i.pad_every = 2;
-    add(i, L + "/all-init/padded");
-    i.pad_every = 0;
-    i.oor_seq = 2;
-    add(i, L + "/out-of-range-index");
-    VarlenCase g;
-    g.channel_last = cl;
-    g.lens = {100, 27};
-    g.q_shift = 9;  // the tokens before q[0] belong to no sequence: out keeps them
-    g.out_ld_extra = 8;
-    add(g, L + "/gap-before-first");
+    // A longer state than the width needs, in the transposed state layout.
     VarlenCase s;
     s.channel_last = cl;
     s.lens = {33, 1, 2, 150, 0, 9};
@@ -877,117 +873,39 @@ std::vector<VarlenCase> varlen_out_cases(bool quick) {
     s.out_ld_extra = 8;
     s.state_layout = 1;
     add(s, L + "/S6-w3/state-layout1");
-    VarlenCase ls;
-    ls.channel_last = cl;
-    ls.lens = {1500, 3, 700, 1, 0, 2, 513};
-    ls.S = 8;
-    ls.pad_every = 3;
-    ls.out_ld_extra = 8;
-    add(ls, L + "/long-S8/padded");
-    VarlenCase dense;
-    dense.channel_last = cl;
-    for (int k = 0; k < 150; ++k) dense.lens.push_back(k % 6);
-    dense.pad_every = 5;
-    dense.out_ld_extra = 8;
-    add(dense, L + "/dense-short");
-    // Token tiles: sequences crossing one or several boundaries (states parked for the finish
-    // pass; out parks no outputs), S up to the tail and beyond 3, padded sequences. Time: x and
-    // out pitches multiples of 16 bytes (the vector tiled kernel), then a misaligned out (scalar).
-    for (int S : {3, 5, 8}) {
-      VarlenCase t;
-      t.channel_last = cl;
-      t.tile = cl ? 64 : 512;
-      t.S = S;
-      t.lens = cl ? std::vector<int64_t>{63, 1, 65, 2, 1, 200, 130, 0, 64, 62, 3, 0}
-                  : std::vector<int64_t>{2047, 1, 2049, 2, 1, 3000, 2100, 0, 2048, 2046, 3, 0, 1023, 1025};
-      t.pad_every = 5;
-      t.ld_extra = cl ? 0 : 7;  // time: T = 15345, pitch 15352
-      t.out_ld_extra = cl ? 8 : 15;
-      const std::string tag = L + "/tiles" + std::to_string(t.tile) + "/S" + std::to_string(S);
-      add(t, tag);
-      t.xdt = t.wdt = t.bdt = t.sdt = ScalarType::f32;
-      add(t, tag + "/f32");
-      t.xdt = t.wdt = t.bdt = t.sdt = ScalarType::f16;
-      t.out_offset = 1;
-      t.out_ld_extra = 3;
-      add(t, tag + "/f16/misaligned-out");
-    }
-    // The default tiling of long rows (time: D = 512 is too few rows for the walker at 7k tokens).
-    VarlenCase big;
-    big.channel_last = cl;
-    big.D = 512;
-    big.lens = {3000, 1, 2047, 2049, 5};  // T = 7102
-    big.pad_every = 4;
-    big.ld_extra = cl ? 0 : 2;
-    big.out_ld_extra = cl ? 8 : 10;
-    add(big, L + "/long-default-tiles");
-    VarlenCase crowd;
-    crowd.channel_last = cl;
-    crowd.tile = cl ? 64 : 512;
-    crowd.S = 40;
-    crowd.lens = {cl ? 25 : 473};
-    crowd.lens.insert(crowd.lens.end(), 35, 1);
-    crowd.lens.insert(crowd.lens.end(), 8, 0);
-    crowd.lens.insert(crowd.lens.end(), {cl ? 70 : 600, 5});
-    crowd.pad_every = 7;
-    crowd.out_ld_extra = 8;
-    add(crowd, L + "/crowded-tail");
-    if (cl) {
-      // Token rows over 8 KB: 16-byte threads, with and without tiles.
-      VarlenCase wide;
-      wide.channel_last = true;
-      wide.D = 4160;
-      wide.lens = {77, 5, 123, 1, 0, 40};
-      wide.pad_every = 4;
-      wide.out_ld_extra = 8;
-      add(wide, L + "/wide-rows");
-      wide.tile = 64;
-      add(wide, L + "/wide-rows/tiles64");
-      wide.out_offset = 1;
-      add(wide, L + "/wide-rows/tiles64/misaligned-out");
-    }
-    VarlenCase empty;
-    empty.channel_last = cl;
-    empty.lens = {0, 0, 0};
-    empty.out_ld_extra = 8;
-    add(empty, L + "/all-empty");
   }
   return cases;
 }
 
+// The twin of an in-place update case: out's rows 8 elements apart beyond x's; with several
+// tokens (or channel-last x), out's channel pitch 2 beyond Tq where x is time-contiguous, its
+// time pitch 8 beyond D where x is channel-last; every third row padded where the case pads none.
+UpdateCase update_out_twin(UpdateCase c) {
+  c.out = true;
+  c.name = "update_out/" + c.name.substr(std::string("update/").size());
+  c.out_batch_extra = 8;
+  if (c.Tq > 1 || c.x_chan_last) c.out_pitch_extra = c.x_chan_last ? 8 : 2;
+  if (c.pad_every == 0 && c.oor_row < 0) {
+    c.pad_every = 3;
+    c.name += "/padded";
+  }
+  return c;
+}
+
 std::vector<UpdateCase> update_out_cases(bool quick) {
   std::vector<UpdateCase> cases;
+  for (const UpdateCase& in_place : update_cases(quick)) cases.push_back(update_out_twin(in_place));
   auto add = [&](UpdateCase c, const std::string& tag) {
     c.out = true;
     c.name = "update_out/" + tag;
     cases.push_back(c);
   };
-  // Every dtype and width, every third row padded, out's rows 8 elements apart beyond x's (batch
-  // 8: the lean kernel at W 4, S 3; per channel otherwise); circular states (per channel at S 4,
-  // staged beyond).
-  for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
-    for (int W : {2, 3, 4}) {
-      UpdateCase c;
-      c.xdt = c.wdt = c.sdt = xdt;
-      c.W = W;
-      c.S = W - 1;
-      c.pad_every = 3;
-      c.out_batch_extra = 8;
-      const std::string tag = std::string(short_name(xdt)) + "/w" + std::to_string(W);
-      add(c, tag + "/padded");
-      if (quick) continue;
-      c.circular = true;
-      c.S = W + 2;
-      add(c, tag + "/circular");
-    }
-  if (quick) return cases;
+  // The 16-byte kernel (batch >= 16, contiguous channels) in the transposed state layout, then
+  // outs it cannot store into (misaligned; channel pitch 2): the per-channel kernel.
   UpdateCase c;
-  // The 16-byte kernel (batch >= 16, contiguous channels), both state layouts, then outs it
-  // cannot store into (misaligned; channel pitch 2): the per-channel kernel.
   c.batch = 70;
   c.pad_every = 3;
   c.out_batch_extra = 8;
-  add(c, "vec/padded");
   c.state_layout = 1;
   add(c, "vec/state-layout1");
   c.state_layout = 0;
@@ -996,38 +914,20 @@ std::vector<UpdateCase> update_out_cases(bool quick) {
   c.out_offset = 0;
   c.out_pitch_extra = 1;
   add(c, "channel-pitch2-out");
-  c = UpdateCase{};  // two rows a block, the last block with one
-  c.D = 8192;
-  c.batch = 301;
-  c.pad_every = 7;
-  c.out_batch_extra = 8;
-  add(c, "D8192-batch301-two-rows");
+  // Several tokens into outs of other pitches: compact channels with odd rows (staged, Tq 5),
+  // channel-last x at Tq 5 (aligned, then misaligned), an odd channel pitch at D 8192.
   c = UpdateCase{};
-  c.D = 200;
-  c.batch = 130;
-  c.out_batch_extra = 16;
-  add(c, "D200-batch130");
-  // Several tokens: per channel (Tq <= 4), staged (Tq 5, S 12), x and out time-contiguous with
-  // out's channel pitch beyond Tq, or channel-last with out's time pitch beyond D.
-  c = UpdateCase{};
-  c.Tq = 4;
-  c.pad_every = 3;
-  c.out_pitch_extra = 2;
-  add(c, "tq4");
   c.S = 2;
   c.W = 3;
   c.Tq = 5;
-  add(c, "tq5-S2");
-  c.out_pitch_extra = 0;
+  c.pad_every = 3;
   c.out_batch_extra = 3;
   add(c, "tq5-S2/compact-rows");
   c = UpdateCase{};
-  c.Tq = 3;
+  c.Tq = 5;
   c.x_chan_last = true;
   c.pad_every = 4;
   c.out_pitch_extra = 8;
-  add(c, "tq3-channel-last-x");
-  c.Tq = 5;
   add(c, "tq5-channel-last-x");
   c.out_offset = 1;
   add(c, "tq5-channel-last-x/misaligned-out");
@@ -1037,21 +937,12 @@ std::vector<UpdateCase> update_out_cases(bool quick) {
   c.S = 12;
   c.Tq = 2;
   c.out_pitch_extra = 1;
-  add(c, "D8192-S12-tq2");
+  add(c, "D8192-S12-tq2/odd-channel-pitch");
   c = UpdateCase{};
   c.x3d = true;
   c.batch_extra = 8;
   c.out_batch_extra = 5;
-  add(c, "x3d-strided-batch");
-  c = UpdateCase{};
-  c.state_layout = 2;
-  c.circular = true;
-  c.S = 7;
-  add(c, "state-layout2/circular");
-  c = UpdateCase{};
-  c.oor_row = 5;
-  c.out_batch_extra = 8;
-  add(c, "out-of-range-index");
+  add(c, "x3d-strided-batch/odd-batch-pitch");
   c = UpdateCase{};
   c.indices = false;
   c.bias = false;
