@@ -1,6 +1,8 @@
 // Shared by the test-only plugins: a plain, obviously correct CPU implementation of both
 // ops (f32 accumulation, the W-1 history kept in locals so x can be written in place)
-// and the ABI boilerplate. It shares nothing with the conformance suite's reference.
+// and the ABI boilerplate. It is a backend (the in-place stand-in the suite is run against),
+// not a reference: what a result should be is decided by the project's one float64
+// reference (conformance/src/reference.cpp), with which it shares nothing.
 #pragma once
 
 #include <deltakern/op_schemas.h>
