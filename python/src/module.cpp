@@ -1,0 +1,27 @@
+// deltakern._core: the nanobind extension over deltakern's public C++ API. It links libdeltakern
+// and nothing of torch; the torch integration is pure Python (deltakern/torch_ops.py) on top.
+#include "errors.hpp"
+#include "runtime_binding.hpp"
+
+#include <deltakern/deltakern.hpp>
+#include <deltakern/plugin_abi.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+namespace nb = nanobind;
+
+NB_MODULE(_core, m) {
+  m.doc() = "deltakern's C++ API (deltakern.hpp, runtime.hpp) for the Python package";
+  deltakern::python::register_error_translator();
+  deltakern::python::bind_runtime(m);
+  m.def("host_syncs", &deltakern::host_syncs,
+        "Device-to-host reads made by backends on the calling thread since the process started.");
+  // Throws the core's Error of `code` (its ErrorCode's ordinal): lets the tests prove the mapping
+  // of codes no call on a CPU-only machine produces (unavailable, out_of_memory, internal, ...).
+  m.def("_throw_error", [](int code, const std::string& message) {
+    throw deltakern::Error(static_cast<deltakern::ErrorCode>(code), message);
+  });
+  m.attr("abi_version") = nb::make_tuple(DK_ABI_MAJOR, DK_ABI_MINOR);
+}

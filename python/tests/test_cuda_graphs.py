@@ -1,0 +1,56 @@
+"""The CUDA half of the review-thread scenario: with max_seq_len given, the call captures into a
+torch.cuda.CUDAGraph and replays on new inputs; without it on portable, capture is a clear error
+(never a silent sync). Runs on the GPU machine; skipped without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+import deltakern  # noqa: E402
+from cases import varlen_case  # noqa: E402
+
+
+def _cuda_case(seed: int):
+    case = varlen_case(dtype="bfloat16", seed=seed)
+    for name in ("x", "weight", "bias", "conv_states", "query_start_loc", "cache_indices", "has_initial_state"):
+        setattr(case, name, getattr(case, name).cuda())
+    return case
+
+
+@pytest.mark.parametrize("backend", ["portable", "native"])
+def test_varlen_captures_and_replays_with_new_inputs(backend):
+    if backend not in [p["name"] for p in deltakern.list_backends() if p["state"] == "loaded"]:
+        pytest.skip(f"{backend} is not installed")
+    with deltakern.use_backend(backend):
+        case, fresh = _cuda_case(0), _cuda_case(1)
+        x, states = case.x.clone(), case.conv_states.clone()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm-up outside capture
+            deltakern.causal_conv1d_varlen(x.clone(), *case.args()[1:3], states.clone(), *case.args()[4:],
+                                           activation="silu", max_seq_len=case.max_seq_len)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = deltakern.causal_conv1d_varlen(x, *case.args()[1:3], states, *case.args()[4:],
+                                                 activation="silu", max_seq_len=case.max_seq_len)
+        x.copy_(fresh.x)
+        states.copy_(fresh.conv_states)
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = deltakern.causal_conv1d_varlen(fresh.x, *case.args()[1:3], fresh.conv_states, *case.args()[4:],
+                                                  activation="silu", max_seq_len=case.max_seq_len)
+        assert torch.equal(out, expected)
+        assert torch.equal(states.nan_to_num(), fresh.conv_states.nan_to_num())
+
+
+def test_capture_without_max_seq_len_on_portable_is_an_error():
+    with deltakern.use_backend("portable"):
+        case = _cuda_case(0)
+        graph = torch.cuda.CUDAGraph()
+        with pytest.raises(deltakern.Error):
+            with torch.cuda.graph(graph):
+                deltakern.causal_conv1d_varlen(*case.args(), activation="silu")
