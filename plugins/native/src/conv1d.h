@@ -2,12 +2,11 @@
 // and the kernels (*.cu). Plain structs passed to the kernels by value.
 #pragma once
 
+#include <deltakern/scalar_type.hpp>
+
 #include <cstdint>
 
 namespace deltakern::native {
-
-// Element types of x, weight, bias and the state pool.
-enum DType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
 
 // Rows of the conv state pool: (lines, D, S), any strides, in elements.
 struct StateView {
@@ -15,7 +14,7 @@ struct StateView {
   int64_t line_stride, chan_stride, pos_stride;
   int64_t lines;
   int32_t len;  // S
-  int32_t dtype;
+  ScalarType dtype;
 };
 
 // An int32 or uint8 vector on the device, or none.
@@ -27,11 +26,11 @@ struct IndexView {
 struct ConvCommon {
   const void* weight;  // (D, W)
   int64_t w_chan_stride, w_tap_stride;
-  int32_t w_dtype;
+  ScalarType w_dtype;
   int32_t width;     // 2..4
   const void* bias;  // (D) or nullptr
   int64_t bias_stride;
-  int32_t bias_dtype;
+  ScalarType bias_dtype;
   bool silu;
   int64_t pad_slot_id;
   uint32_t* error_word;  // this device's error word

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "conv1d.h"
+#include "instantiations.cuh"
 
 namespace deltakern::native {
 
@@ -60,72 +61,24 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-// The dtype code of element type T (the inverse of dtype_switch).
-template <typename T>
-inline constexpr int32_t kDtypeOf = std::is_same_v<T, float> ? kF32
-                                                             : (std::is_same_v<T, __half> ? kF16 : kBF16);
-
-// Host side: calls f(std::type_identity<T>{}) with T the element type of `dtype`, so that each
-// launcher picks its instantiation with one switch.
-template <class F>
-decltype(auto) dtype_switch(int32_t dtype, F&& f) {
-  switch (dtype) {
-    case kF32:
-      return f(std::type_identity<float>{});
-    case kF16:
-      return f(std::type_identity<__half>{});
-    default:
-      return f(std::type_identity<__nv_bfloat16>{});
-  }
-}
-
-// Host side: calls f(std::integral_constant<int, W>{}, std::bool_constant<S>{}) with the conv's
-// width (2..4) and activation, so that neither is a run-time test in a kernel's inner loop: with
-// `first` unknown at compile time every skipped tap cost a predicated FMA and a move per token.
-template <class F>
-decltype(auto) width_silu_switch(int32_t width, bool silu, F&& f) {
-  const auto with = [&](auto act) -> decltype(auto) {
-    switch (width) {
-      case 2:
-        return f(std::integral_constant<int, 2>{}, act);
-      case 3:
-        return f(std::integral_constant<int, 3>{}, act);
-      default:
-        return f(std::integral_constant<int, 4>{}, act);
-    }
-  };
-  return silu ? with(std::true_type{}) : with(std::false_type{});
-}
-
-// Host side: f(dtype, width, silu) for every (dtype, width, activation) a varlen kernel is
-// instantiated for, until one returns an error: what each kernel's preload walks.
-template <class F>
-int for_each_dtype_width_silu(F&& f) {
-  for (int32_t dtype : {kF32, kF16, kBF16})
-    for (int32_t width = 2; width <= kMaxWidth; ++width)
-      for (bool silu : {false, true})
-        if (const int err = f(dtype, width, silu); err != cudaSuccess) return err;
-  return cudaSuccess;
-}
-
 // Elements whose dtype is only known at run time (weight, bias, states): the branch is
 // uniform across the grid, and these are read once per sequence or per channel.
-__device__ __forceinline__ float load_float(const void* p, int64_t i, int32_t dtype) {
+__device__ __forceinline__ float load_float(const void* p, int64_t i, ScalarType dtype) {
   switch (dtype) {
-    case kF32:
+    case ScalarType::f32:
       return static_cast<const float*>(p)[i];
-    case kF16:
+    case ScalarType::f16:
       return __half2float(static_cast<const __half*>(p)[i]);
     default:
       return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
   }
 }
-__device__ __forceinline__ void store_float(void* p, int64_t i, int32_t dtype, float v) {
+__device__ __forceinline__ void store_float(void* p, int64_t i, ScalarType dtype, float v) {
   switch (dtype) {
-    case kF32:
+    case ScalarType::f32:
       static_cast<float*>(p)[i] = v;
       break;
-    case kF16:
+    case ScalarType::f16:
       static_cast<__half*>(p)[i] = __float2half_rn(v);
       break;
     default:
@@ -247,7 +200,7 @@ __device__ __forceinline__ ChannelTaps load_taps(const ConvCommon& c, int64_t ch
 // were most of a decode kernel's instructions and a visible share of a prefill thread's start.
 template <typename T, int kC>
 __device__ __forceinline__ void load_taps_vec(const ConvCommon& conv, int64_t c0, ChannelTaps (&taps)[kC]) {
-  constexpr int32_t kDtype = kDtypeOf<T>;
+  constexpr ScalarType kDtype = kScalarTypeOf<T>;
   constexpr int kWBytes = kC * kMaxWidth * static_cast<int>(sizeof(T));
   constexpr int kBBytes = kC * static_cast<int>(sizeof(T));
   static_assert(kWBytes % 16 == 0 && kBBytes <= 16);

@@ -17,7 +17,8 @@ struct LaunchOptions {
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).
 struct VarlenPlan {
   bool channel_last = false;
-  bool vectorized = false;
+  bool vectorized = false;  // vector accesses along the contiguous dimension, else the scalar kernel
+  int32_t vec_bytes = 0;    // channel-last, vectorized: bytes of channels a thread (16 or 8)
   bool row_walker = false;  // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
   int64_t tile_len = 0;
   int32_t ntiles = 1;
@@ -32,17 +33,18 @@ struct VarlenPlan {
 // sequence that ends just after it, and the time-contiguous kernel defers stores by one chunk.
 constexpr int32_t kMaxStateLen = 64;
 
-// `tile_tokens` > 0 overrides the heuristic (benchmark sweeps).
-VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last, bool vectorized,
-                       const LaunchOptions& o, int64_t tile_tokens = 0);
+// The whole kernel choice of a varlen call: layout, vector or scalar, row walker or tiles, and
+// the tiling. `tile_tokens` > 0 overrides the heuristic (benchmark sweeps).
+VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_last, const LaunchOptions& o,
+                       int64_t tile_tokens = 0);
 
 // Main pass, then (ntiles > 1) the finish pass. p.park / p.state_park point at plan-sized scratch.
-int launch_varlen(VarlenParams p, int32_t x_dtype, const VarlenPlan& plan, const LaunchOptions& o,
+int launch_varlen(VarlenParams p, ScalarType x_dtype, const VarlenPlan& plan, const LaunchOptions& o,
                   void* stream);
 
 // Channels per block and rows per block are chosen here; returns the error, or
 // cudaErrorInvalidValue when the call's slab cannot fit in shared memory.
-int launch_update(UpdateParams p, int32_t x_dtype, const LaunchOptions& o, void* stream);
+int launch_update(UpdateParams p, ScalarType x_dtype, const LaunchOptions& o, void* stream);
 
 // Largest Tq the update kernel stages in shared memory at the smallest slab.
 constexpr int32_t kMaxUpdateTokens = 64;
@@ -57,16 +59,16 @@ int preload_time_contiguous();
 // This device's error word (the current device's), or nullptr with the error in *err.
 uint32_t* error_word_address(int* err);
 
-// Internal: the per-layout main passes.
-int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
+// Internal: the per-layout main passes, each with its instantiations (the plan has chosen).
+int launch_varlen_channel_last(const VarlenParams& p, ScalarType dtype, int vec_bytes, const LaunchOptions& o,
                                void* stream);
-int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,
+int launch_varlen_time_contiguous(const VarlenParams& p, ScalarType dtype, bool vectorized,
                                   const LaunchOptions& o, void* stream);
-int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream);
+int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream);
 int preload_time_walker();
-int channel_last_vec_width(int32_t dtype, bool vectorized, int64_t dim);
+// The geometry the plan sizes tiles with.
 int channel_last_threads();
-int time_contiguous_segment(int32_t dtype, bool vectorized);
+int time_contiguous_segment(ScalarType dtype, bool vectorized);
 int time_contiguous_warps();
 
 }  // namespace deltakern::native

@@ -7,6 +7,7 @@
 #include <deltakern/plugin_abi.h>
 #include <deltakern/plugin_sdk.hpp>
 #include <deltakern/plugin_sdk_cuda.hpp>
+#include <deltakern/scalar_type.hpp>
 
 #include <algorithm>
 #include <array>
@@ -32,7 +33,7 @@ constexpr int kMaxDevices = 64;
 
 // ---- declarations
 
-constexpr DLDataType kDtypes[] = {{kDLFloat, 32, 1}, {kDLFloat, 16, 1}, {kDLBfloat, 16, 1}};
+constexpr DLDataType kDtypes[] = {to_dl(ScalarType::f32), to_dl(ScalarType::f16), to_dl(ScalarType::bf16)};
 constexpr dk_device_caps kDevices[] = {
     {sizeof(dk_device_caps), kDLCUDA, kMinComputeCapability, DK_CAP_GRAPH_CAPTURABLE}};
 constexpr int64_t kMaxInt32 = (int64_t{1} << 31) - 1;  // indices and sizes the kernels hold in int32
@@ -161,13 +162,6 @@ class Scratch {
 // dtypes, widths, layouts, limits) before the call gets here; what is left is what a 1.0 core
 // did not check.
 
-int32_t dtype_code(const DLDataType& t) {
-  if (plugin::is_f32(t)) return kF32;
-  if (plugin::is_f16(t)) return kF16;
-  if (plugin::is_bf16(t)) return kBF16;
-  return -1;
-}
-
 // The reason is built only when the check fails: these run on every call under a 1.0 core.
 template <typename Why>
 void require(bool ok, Why&& why) {
@@ -202,17 +196,24 @@ void check_update(const plugin::UpdateArgs& a) {
 
 // ---- parameter packing
 
+// The core checked every dtype against kDtypes (anything else would run as bf16, as it did before).
+ScalarType scalar_type(const DLDataType& t) {
+  ScalarType s = ScalarType::bf16;
+  scalar_type_of(t, &s);
+  return s;
+}
+
 ConvCommon conv_common(const DLTensor* weight, const DLTensor* bias, plugin::Activation act,
                        int64_t pad_slot_id, uint32_t* error_word) {
   ConvCommon c{};
   c.weight = plugin::data_of<const void>(*weight);
   c.w_chan_stride = plugin::stride_of(*weight, 0);
   c.w_tap_stride = plugin::stride_of(*weight, 1);
-  c.w_dtype = dtype_code(weight->dtype);
+  c.w_dtype = scalar_type(weight->dtype);
   c.width = static_cast<int32_t>(weight->shape[1]);
   c.bias = bias != nullptr ? plugin::data_of<const void>(*bias) : nullptr;
   c.bias_stride = bias != nullptr ? plugin::stride_of(*bias, 0) : 0;
-  c.bias_dtype = bias != nullptr ? dtype_code(bias->dtype) : kF32;
+  c.bias_dtype = bias != nullptr ? scalar_type(bias->dtype) : ScalarType::f32;
   c.silu = act == plugin::Activation::silu;
   c.pad_slot_id = pad_slot_id;
   c.error_word = error_word;
@@ -226,16 +227,12 @@ StateView state_view(const DLTensor& s) {
                    plugin::stride_of(s, 2),
                    s.shape[0],
                    static_cast<int32_t>(s.shape[2]),
-                   dtype_code(s.dtype)};
+                   scalar_type(s.dtype)};
 }
 
 IndexView index_view(const DLTensor* t) {
   if (t == nullptr) return IndexView{nullptr, 0};
   return IndexView{plugin::data_of<const void>(*t), plugin::stride_of(*t, 0)};
-}
-
-bool aligned(const void* p, int64_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
 }
 
 // out_variant: causal_conv1d_varlen_out (the core checked out against x: shape, dtype, device,
@@ -265,32 +262,15 @@ void run_varlen(Plugin& plugin, const dk_call& call, bool out_variant) {
   p.batch = static_cast<int32_t>(a.batch());
   if (p.batch == 0 || p.dim == 0) return;
 
-  const int32_t dt = dtype_code(x.dtype);
-  const int64_t esz = dt == kF32 ? 4 : 2;
+  const ScalarType dt = scalar_type(x.dtype);
   const bool channel_last = a.channel_last();
-  // Vector accesses along the contiguous dimension (16 bytes; channel-last: 8 or 16, see
-  // channel_last_vec_bytes) when the base, the other stride and the contiguous extent allow, for
-  // x's loads and out's stores alike (out has its own base and strides; in place it is x);
-  // otherwise the scalar instantiation. out is in x's layout class, so its contiguous stride is 1
-  // where x's is.
-  bool vectorized;
-  if (channel_last) {
-    const auto rows_allow = [&](const void* base, int64_t time_stride) {
-      return aligned(base, 16) && (p.tokens <= 1 || (time_stride * esz) % 16 == 0);
-    };
-    vectorized = rows_allow(p.x, p.time_stride) && rows_allow(p.out, p.out_time_stride) &&
-                 p.dim % channel_last_vec_width(dt, true, p.dim) == 0;
-  } else {
-    const auto rows_allow = [&](const void* base, int64_t chan_stride) {
-      return aligned(base, 16) && (p.dim <= 1 || (chan_stride * esz) % 16 == 0);
-    };
-    vectorized = rows_allow(p.x, p.chan_stride) && rows_allow(p.out, p.out_chan_stride);
+  if (!channel_last) {  // the time-contiguous kernels take stride(time) as 1 (x's layout class)
     p.time_stride = 1;
     p.out_time_stride = 1;
   }
 
   const LaunchOptions options = launch_options(plugin, dev);
-  const VarlenPlan plan = plan_varlen(p, dt, channel_last, vectorized, options, plugin.tile_tokens);
+  const VarlenPlan plan = plan_varlen(p, dt, channel_last, options, plugin.tile_tokens);
   Scratch scratch(*plugin.host, x.device, plan.scratch_bytes(), call.stream);
   p.park = scratch.get();
   p.state_park =
@@ -327,7 +307,7 @@ void run_update(Plugin& plugin, const dk_call& call, bool out_variant) {
   p.state = state_view(*a.conv_state);
   p.state_indices = index_view(a.conv_state_indices);
   p.cache_seqlens = index_view(a.cache_seqlens);
-  const int err = launch_update(p, dtype_code(x.dtype), launch_options(plugin, dev), call.stream);
+  const int err = launch_update(p, scalar_type(x.dtype), launch_options(plugin, dev), call.stream);
   if (err != cudaSuccess)
     throw Failure(DK_ERR_RUNTIME, cuda_message(out_variant ? "native: causal_conv1d_update_out launch"
                                                            : "native: causal_conv1d_update launch",

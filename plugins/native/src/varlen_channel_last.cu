@@ -16,11 +16,13 @@
 
 namespace deltakern::native {
 
-// kVecBytes: bytes of channels a thread, 16 or 8 (see channel_last_vec_bytes); 0 is the scalar
-// path (misaligned x): one channel and plain loads.
-template <typename T_, int kVecBytes_>
+// kVecBytes: bytes of channels a thread, 16 or 8 (plan_varlen picks); 0 is the scalar path
+// (misaligned x): one channel and plain loads.
+template <typename T_, int kVecBytes_, int kWidth_, bool kSilu_>
 struct ChannelLastTraits {
   using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr bool kSilu = kSilu_;
   static constexpr int kNThreads = 128;
   // plan_varlen sizes the tiles for about two blocks per SM, so a thread may use the registers
   // of two: at four, the 16-byte path spilled in its inner loop (H200: 3-5% slower at 8k-32k).
@@ -44,7 +46,7 @@ __device__ __forceinline__ void unpack(const Vec& raw, float (&out)[kVec]) {
   for (int i = 0; i < kVec; ++i) out[i] = to_float(u.e[i]);
 }
 
-template <typename Kt, int kWidth, bool kSilu>
+template <typename Kt>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     varlen_channel_last_kernel(const VarlenParams p) {
   using T = typename Kt::T;
@@ -77,8 +79,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     load_taps_vec<T, kVec>(p.conv, c0, taps);
   else
     taps[0] = load_taps(p.conv, c0);
-  constexpr int first = kMaxWidth - kWidth;
-  constexpr bool silu = kSilu;
+  constexpr int first = kMaxWidth - Kt::kWidth;
+  constexpr bool silu = Kt::kSilu;
   const StateView& st = p.state;
   // Where the state pool is in x's dtype with S == 3 and holds this thread's channels as whole
   // vectors, compact per channel ((lines, D, 3): three vectors cover the kVec rows) or per
@@ -88,7 +90,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   enum class StateForm { scalar, chan_major, pos_major };
   StateForm form = StateForm::scalar;
   if constexpr (kVectorized) {
-    const bool whole = st.dtype == kDtypeOf<T> && st.len == kHalo && st.line_stride % kVec == 0 &&
+    const bool whole = st.dtype == kScalarTypeOf<T> && st.len == kHalo && st.line_stride % kVec == 0 &&
                        reinterpret_cast<uintptr_t>(st.data) % sizeof(Vec) == 0;
     if (whole && st.pos_stride == 1 && st.chan_stride == kHalo) form = StateForm::chan_major;
     if (whole && st.chan_stride == 1 && st.pos_stride % kVec == 0) form = StateForm::pos_major;
@@ -279,62 +281,33 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   allow_next_grid();
 }
 
-// Bytes of channels a thread of the vectorized path. An H200 sweep (bf16, one sequence to 64
-// mixed, 8k-128k tokens, the same tiles and bytes per thread) found 8-byte threads 0-16% faster
-// than 16-byte ones where a token row is 8 KB (D = 4096) and 10-29% slower where it is 16 KB
-// (D = 8192); why is not established. Rows of up to 8 KB take 8-byte threads.
-int channel_last_vec_bytes(int32_t dtype, int64_t dim) {
-  return dim * (dtype == kF32 ? 4 : 2) <= 8192 ? 8 : 16;
-}
+// (x dtype, bytes of channels a thread, width, silu).
+struct ChannelLast {
+  using Configs = native::Configs<Dtypes, Values<16, 8, 0>, Widths, Bools>;
+  static auto traits(auto dtype, auto vec_bytes, auto width, auto silu) {
+    return std::type_identity<ChannelLastTraits<element_t<dtype()>, vec_bytes(), width(), silu()>>{};
+  }
+  template <typename Kt>
+  static auto kernel() {
+    return varlen_channel_last_kernel<Kt>;
+  }
+};
 
-// The instantiation for (dtype, thread width, width, silu).
-template <typename F>
-static decltype(auto) with_channel_last(int32_t dtype, int vec_bytes, int32_t width, bool silu, F&& f) {
-  return dtype_switch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return width_silu_switch(width, silu, [&](auto w, auto act) {
-      switch (vec_bytes) {
-        case 16:
-          return f(varlen_channel_last_kernel<ChannelLastTraits<T, 16>, w(), act()>,
-                   ChannelLastTraits<T, 16>{});
-        case 8:
-          return f(varlen_channel_last_kernel<ChannelLastTraits<T, 8>, w(), act()>,
-                   ChannelLastTraits<T, 8>{});
-        default:
-          return f(varlen_channel_last_kernel<ChannelLastTraits<T, 0>, w(), act()>,
-                   ChannelLastTraits<T, 0>{});
-      }
-    });
-  });
-}
+int channel_last_threads() { return ChannelLastTraits<float, 16, 4, false>::kNThreads; }
 
-int channel_last_vec_width(int32_t dtype, bool vectorized, int64_t dim) {
-  return vectorized ? channel_last_vec_bytes(dtype, dim) / (dtype == kF32 ? 4 : 2) : 1;
-}
-int channel_last_threads() { return ChannelLastTraits<float, 16>::kNThreads; }
+int preload_channel_last() { return preload<ChannelLast>(); }
 
-int preload_channel_last() {
-  cudaFuncAttributes a;
-  return for_each_dtype_width_silu([&](int32_t dtype, int32_t width, bool silu) {
-    int err = cudaSuccess;
-    for (int vec_bytes : {16, 8, 0})
-      if (err == cudaSuccess)
-        err = with_channel_last(dtype, vec_bytes, width, silu,
-                                [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
-    return err;
-  });
-}
-
-int launch_varlen_channel_last(const VarlenParams& p, int32_t dtype, bool vectorized, const LaunchOptions& o,
+int launch_varlen_channel_last(const VarlenParams& p, ScalarType dtype, int vec_bytes, const LaunchOptions& o,
                                void* stream) {
-  const int vec_bytes = vectorized ? channel_last_vec_bytes(dtype, p.dim) : 0;
-  return with_channel_last(dtype, vec_bytes, p.conv.width, p.conv.silu, [&](auto kernel, auto traits) {
-    using Kt = decltype(traits);
-    const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
-    const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));
-    return launch_kernel(kernel, grid, dim3(Kt::kNThreads), Kt::kSmemBytes, static_cast<cudaStream_t>(stream),
-                         o.pdl, p);
-  });
+  return with_instantiation<ChannelLast>(
+      [&](auto traits, auto kernel) {
+        using Kt = typename decltype(traits)::type;
+        const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
+        const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));
+        return launch_kernel(kernel, grid, dim3(Kt::kNThreads), Kt::kSmemBytes,
+                             static_cast<cudaStream_t>(stream), o.pdl, p);
+      },
+      dtype, vec_bytes, p.conv.width, p.conv.silu);
 }
 
 }  // namespace deltakern::native

@@ -1,4 +1,5 @@
-// causal_conv1d_varlen: tiling plan, the finish pass, and the device error word.
+// causal_conv1d_varlen: the kernel choice (plan_varlen: layout, vector or scalar, row walker or
+// tiles, and the tiling), the finish pass, and the device error word.
 #include <algorithm>
 #include <climits>
 
@@ -93,10 +94,18 @@ __global__ void varlen_finish_kernel(const VarlenParams p, bool channel_last) {
     store_float(st.data, state_offset(st, s.line, c, j), st.dtype, sp[j * p.dim]);
 }
 
+// Per element size of x.
+struct Finish {
+  using Configs = native::Configs<Values<4, 2>>;
+  static auto traits(auto bytes) { return std::type_identity<typename BytesToType<bytes()>::Type>{}; }
+  template <typename E>
+  static auto kernel() {
+    return varlen_finish_kernel<E>;
+  }
+};
+
 int preload_varlen() {
-  cudaFuncAttributes a;
-  int err = cudaFuncGetAttributes(&a, varlen_finish_kernel<uint16_t>);
-  if (err == cudaSuccess) err = cudaFuncGetAttributes(&a, varlen_finish_kernel<uint32_t>);
+  int err = preload<Finish>();
   if (err == cudaSuccess) err = preload_channel_last();
   if (err == cudaSuccess) err = preload_time_contiguous();
   if (err == cudaSuccess) err = preload_time_walker();
@@ -106,15 +115,40 @@ int preload_varlen() {
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last, bool vectorized,
-                       const LaunchOptions& o, int64_t tile_tokens) {
+static bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Bytes of channels a thread of the vectorized channel-last kernel. An H200 sweep (bf16, one
+// sequence to 64 mixed, 8k-128k tokens, the same tiles and bytes per thread) found 8-byte threads
+// 0-16% faster than 16-byte ones where a token row is 8 KB (D = 4096) and 10-29% slower where it
+// is 16 KB (D = 8192); why is not established. Rows of up to 8 KB take 8-byte threads.
+static int channel_last_vec_bytes(int64_t esz, int64_t dim) { return dim * esz <= 8192 ? 8 : 16; }
+
+VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_last, const LaunchOptions& o,
+                       int64_t tile_tokens) {
   VarlenPlan plan;
   plan.channel_last = channel_last;
-  plan.vectorized = vectorized;
   plan.tail_len = std::max<int32_t>(kHalo, p.state.len);
   const int64_t T = p.tokens, D = p.dim;
   const int64_t sms = std::max(o.sm_count, 1);
-  const int64_t esz = x_dtype == kF32 ? 4 : 2;
+  const int64_t esz = static_cast<int64_t>(size_of(x_dtype));
+  // Vector accesses along the contiguous dimension (16 bytes; channel-last: 8 or 16) when the
+  // base, the other stride and the contiguous extent allow, for x's loads and out's stores alike
+  // (out has its own base and strides; in place it is x); otherwise the scalar instantiation. out
+  // is in x's layout class, so its contiguous stride is 1 where x's is.
+  if (channel_last) {
+    const auto rows_allow = [&](const void* base, int64_t time_stride) {
+      return aligned16(base) && (T <= 1 || (time_stride * esz) % 16 == 0);
+    };
+    const int vec_bytes = channel_last_vec_bytes(esz, D);
+    plan.vectorized =
+        rows_allow(p.x, p.time_stride) && rows_allow(p.out, p.out_time_stride) && D % (vec_bytes / esz) == 0;
+    plan.vec_bytes = plan.vectorized ? vec_bytes : 0;
+  } else {
+    const auto rows_allow = [&](const void* base, int64_t chan_stride) {
+      return aligned16(base) && (D <= 1 || (chan_stride * esz) % 16 == 0);
+    };
+    plan.vectorized = rows_allow(p.x, p.chan_stride) && rows_allow(p.out, p.out_chan_stride);
+  }
   // The walker's chunks start on x's 16-byte boundaries and store whole vectors at the same token
   // positions of out: every out row must be in its x row's 16-byte phase (always in place). A
   // separate out in another phase (a misaligned slice, another row pitch) takes the tiled
@@ -140,13 +174,13 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
     // would spend too much on parked tails.
     granule = 8;
     const int64_t channel_blocks =
-        ceil_div(ceil_div(D, channel_last_vec_width(x_dtype, vectorized, D)), channel_last_threads());
+        ceil_div(ceil_div(D, plan.vectorized ? plan.vec_bytes / esz : 1), channel_last_threads());
     tile = std::max<int64_t>(64, round_up(ceil_div(T * channel_blocks, 2 * sms), granule));
   } else {
     // A block is rows_per_block rows of (warps / rows) warp segments; the tile is what one block
     // covers. One warp segment per row measured best on the H200 (many sequences per tile cost
     // least when each warp owns its row); the override can lengthen it for sweeps.
-    const int64_t seg = time_contiguous_segment(x_dtype, vectorized), warps = time_contiguous_warps();
+    const int64_t seg = time_contiguous_segment(x_dtype, plan.vectorized), warps = time_contiguous_warps();
     int64_t rows = warps;
     if (tile_tokens > 0) {
       rows = 1;
@@ -166,24 +200,24 @@ VarlenPlan plan_varlen(const VarlenParams& p, int32_t x_dtype, bool channel_last
   return plan;
 }
 
-int launch_varlen(VarlenParams p, int32_t x_dtype, const VarlenPlan& plan, const LaunchOptions& o,
+int launch_varlen(VarlenParams p, ScalarType x_dtype, const VarlenPlan& plan, const LaunchOptions& o,
                   void* stream) {
   p.tile_len = plan.tile_len;
   p.ntiles = plan.ntiles;
   p.tail_len = plan.tail_len;
   p.rows_per_block = plan.rows_per_block;
   if (plan.row_walker) return launch_varlen_time_walker(p, x_dtype, o, stream);
-  int err = plan.channel_last ? launch_varlen_channel_last(p, x_dtype, plan.vectorized, o, stream)
+  int err = plan.channel_last ? launch_varlen_channel_last(p, x_dtype, plan.vec_bytes, o, stream)
                               : launch_varlen_time_contiguous(p, x_dtype, plan.vectorized, o, stream);
   if (err != cudaSuccess || plan.ntiles == 1) return err;
   constexpr int kThreads = 256;
   const dim3 grid(plan.ntiles - 1, static_cast<unsigned>(ceil_div(p.dim, kThreads)));
-  auto s = static_cast<cudaStream_t>(stream);
-  if (x_dtype == kF32)
-    return launch_kernel(varlen_finish_kernel<uint32_t>, grid, dim3(kThreads), 0, s, o.pdl, p,
-                         plan.channel_last);
-  return launch_kernel(varlen_finish_kernel<uint16_t>, grid, dim3(kThreads), 0, s, o.pdl, p,
-                       plan.channel_last);
+  return with_instantiation<Finish>(
+      [&](auto, auto kernel) {
+        return launch_kernel(kernel, grid, dim3(kThreads), 0, static_cast<cudaStream_t>(stream), o.pdl, p,
+                             plan.channel_last);
+      },
+      static_cast<int>(size_of(x_dtype)));
 }
 
 }  // namespace deltakern::native

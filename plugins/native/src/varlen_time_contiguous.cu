@@ -19,9 +19,11 @@
 
 namespace deltakern::native {
 
-template <typename T_, bool kVectorized_>
+template <typename T_, bool kVectorized_, int kWidth_, bool kSilu_>
 struct TimeContiguousTraits {
   using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr bool kSilu = kSilu_;
   static constexpr int kNWarps = 4;
   static constexpr int kNThreads = 32 * kNWarps;
   static constexpr int kVec = kVectorized_ ? 16 / static_cast<int>(sizeof(T)) : 1;  // tokens per access
@@ -66,7 +68,7 @@ __device__ __forceinline__ float prior_at(const VarlenParams& p, const Segment& 
                           : 0.f;
 }
 
-template <typename Kt, int kWidth, bool kSilu>
+template <typename Kt>
 __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(const VarlenParams p) {
   using T = typename Kt::T;
   using Vec = typename Kt::Vec;
@@ -96,8 +98,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   const int64_t wend = last_tile && warp % warps_per_row == warps_per_row - 1
                            ? max(wbase + kSegment, p.tokens + 1)
                            : wbase + kSegment;
-  constexpr int first = kMaxWidth - kWidth;
-  constexpr bool silu = kSilu;
+  constexpr int first = kMaxWidth - Kt::kWidth;
+  constexpr bool silu = Kt::kSilu;
   const StateView& st = p.state;
 
   for (int64_t d0 = static_cast<int64_t>(blockIdx.y) * rows; d0 < p.dim;
@@ -279,47 +281,37 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   }
 }
 
-// The instantiation for (dtype, vectorized, width, silu).
-template <typename F>
-static decltype(auto) with_time_contiguous(int32_t dtype, bool vectorized, int32_t width, bool silu, F&& f) {
-  return dtype_switch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return width_silu_switch(width, silu, [&](auto w, auto act) {
-      return vectorized ? f(varlen_time_contiguous_kernel<TimeContiguousTraits<T, true>, w(), act()>,
-                            TimeContiguousTraits<T, true>{})
-                        : f(varlen_time_contiguous_kernel<TimeContiguousTraits<T, false>, w(), act()>,
-                            TimeContiguousTraits<T, false>{});
-    });
-  });
-}
+// (x dtype, vectorized, width, silu).
+struct TimeContiguous {
+  using Configs = native::Configs<Dtypes, Bools, Widths, Bools>;
+  static auto traits(auto dtype, auto vectorized, auto width, auto silu) {
+    return std::type_identity<TimeContiguousTraits<element_t<dtype()>, vectorized(), width(), silu()>>{};
+  }
+  template <typename Kt>
+  static auto kernel() {
+    return varlen_time_contiguous_kernel<Kt>;
+  }
+};
 
-int time_contiguous_segment(int32_t dtype, bool vectorized) {
-  if (!vectorized) return TimeContiguousTraits<float, false>::kSegment;
-  return dtype == kF32 ? TimeContiguousTraits<float, true>::kSegment
-                       : TimeContiguousTraits<__half, true>::kSegment;
+int time_contiguous_segment(ScalarType dtype, bool vectorized) {
+  if (!vectorized) return TimeContiguousTraits<float, false, 4, false>::kSegment;
+  return dtype == ScalarType::f32 ? TimeContiguousTraits<float, true, 4, false>::kSegment
+                                  : TimeContiguousTraits<__half, true, 4, false>::kSegment;
 }
-int time_contiguous_warps() { return TimeContiguousTraits<float, true>::kNWarps; }
+int time_contiguous_warps() { return TimeContiguousTraits<float, true, 4, false>::kNWarps; }
 
-int preload_time_contiguous() {
-  cudaFuncAttributes a;
-  return for_each_dtype_width_silu([&](int32_t dtype, int32_t width, bool silu) {
-    int err = cudaSuccess;
-    for (bool vectorized : {true, false})
-      if (err == cudaSuccess)
-        err = with_time_contiguous(dtype, vectorized, width, silu,
-                                   [&](auto kernel, auto) { return cudaFuncGetAttributes(&a, kernel); });
-    return err;
-  });
-}
+int preload_time_contiguous() { return preload<TimeContiguous>(); }
 
-int launch_varlen_time_contiguous(const VarlenParams& p, int32_t dtype, bool vectorized,
+int launch_varlen_time_contiguous(const VarlenParams& p, ScalarType dtype, bool vectorized,
                                   const LaunchOptions& o, void* stream) {
   const int64_t blocks_y = std::min<int64_t>((p.dim + p.rows_per_block - 1) / p.rows_per_block, 65535);
-  return with_time_contiguous(dtype, vectorized, p.conv.width, p.conv.silu, [&](auto kernel, auto traits) {
-    using Kt = decltype(traits);
-    return launch_kernel(kernel, dim3(p.ntiles, static_cast<unsigned>(blocks_y)), dim3(Kt::kNThreads), 0,
-                         static_cast<cudaStream_t>(stream), o.pdl, p);
-  });
+  return with_instantiation<TimeContiguous>(
+      [&](auto traits, auto kernel) {
+        using Kt = typename decltype(traits)::type;
+        return launch_kernel(kernel, dim3(p.ntiles, static_cast<unsigned>(blocks_y)), dim3(Kt::kNThreads), 0,
+                             static_cast<cudaStream_t>(stream), o.pdl, p);
+      },
+      dtype, vectorized, p.conv.width, p.conv.silu);
 }
 
 }  // namespace deltakern::native

@@ -27,9 +27,11 @@
 
 namespace deltakern::native {
 
-template <typename T_, int kNVecs_, int kPrefetch_>
+template <typename T_, int kNVecs_, int kPrefetch_, int kWidth_, bool kSilu_>
 struct TimeWalkerTraits {
   using T = T_;
+  static constexpr int kWidth = kWidth_;
+  static constexpr bool kSilu = kSilu_;
   static constexpr int kNWarps = 4;
   static constexpr int kNThreads = 32 * kNWarps;
   static constexpr int kMinBlocks = 4;
@@ -75,7 +77,7 @@ __device__ __forceinline__ void write_new_state(S* row_state, const StateView& s
   for (; j < st.len; ++j, q += st.pos_stride) *q = from_float<S>(ring_at(start + len + j - st.len));
 }
 
-template <typename Kt, int kWidth, bool kSilu>
+template <typename Kt>
 __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     varlen_time_walker_kernel(const VarlenParams p) {
   using T = typename Kt::T;
@@ -97,8 +99,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   T* const out_row = static_cast<T*>(p.out) + d * p.out_chan_stride;  // time stride 1, like x's
   const StateView& st = p.state;
   const ChannelTaps taps = load_taps(p.conv, d);
-  constexpr int first = kMaxWidth - kWidth;
-  constexpr bool silu = kSilu;
+  constexpr int first = kMaxWidth - Kt::kWidth;
+  constexpr bool silu = Kt::kSilu;
 
   // Token positions are 32-bit (query_start_loc is int32; plan_varlen keeps T below 2^31 - 2^16).
   const int32_t t_start = static_cast<int32_t>(seq_offset(p, 0));
@@ -336,7 +338,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         const int32_t len = mine.end - mine.start;
         if (lane < n && mine.line >= 0 && trig >= w0 && trig < w1 && trig < c1 && !(len == 0 && mine.init)) {
           const int64_t base = state_offset(st, mine.line, d, 0);
-          if (st.dtype == kDtypeOf<T> && st.len == kHalo && len >= kHalo) {
+          if (st.dtype == kScalarTypeOf<T> && st.len == kHalo && len >= kHalo) {
             // The common case (S = 3 in x's dtype, a sequence of three tokens or more) as three
             // raw elements of the ring: the generic loop behind a dtype switch cost an issue-bound
             // walk about a tenth of its time on 8 equal sequences at 8k (H200).
@@ -345,10 +347,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
             for (int j = 0; j < kHalo; ++j) q[j * st.pos_stride] = ring_elt(mine.end - kHalo + j);
           } else {
             switch (st.dtype) {
-              case kF32:
+              case ScalarType::f32:
                 write_new_state(static_cast<float*>(st.data) + base, st, len, mine.init, mine.start, ring_at);
                 break;
-              case kF16:
+              case ScalarType::f16:
                 write_new_state(static_cast<__half*>(st.data) + base, st, len, mine.init, mine.start,
                                 ring_at);
                 break;
@@ -388,33 +390,29 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   }
 }
 
-template <typename T>
-using WalkerTraitsFor = TimeWalkerTraits<T, 4, 3>;
+// (x dtype, width, silu).
+struct TimeWalker {
+  using Configs = native::Configs<Dtypes, Widths, Bools>;
+  static auto traits(auto dtype, auto width, auto silu) {
+    return std::type_identity<TimeWalkerTraits<element_t<dtype()>, 4, 3, width(), silu()>>{};
+  }
+  template <typename Kt>
+  static auto kernel() {
+    return varlen_time_walker_kernel<Kt>;
+  }
+};
 
-// The instantiation for (dtype, width, silu).
-template <typename F>
-static decltype(auto) with_walker(int32_t dtype, int32_t width, bool silu, F&& f) {
-  return dtype_switch(dtype, [&](auto tag) {
-    return width_silu_switch(width, silu, [&](auto w, auto act) {
-      return f(varlen_time_walker_kernel<WalkerTraitsFor<typename decltype(tag)::type>, w(), act()>);
-    });
-  });
-}
+int preload_time_walker() { return preload<TimeWalker>(); }
 
-int preload_time_walker() {
-  cudaFuncAttributes a;
-  return for_each_dtype_width_silu([&](int32_t dtype, int32_t width, bool silu) {
-    return with_walker(dtype, width, silu, [&](auto kernel) { return cudaFuncGetAttributes(&a, kernel); });
-  });
-}
-
-int launch_varlen_time_walker(const VarlenParams& p, int32_t dtype, const LaunchOptions& o, void* stream) {
-  constexpr int kWarps = WalkerTraitsFor<float>::kNWarps, kThreads = WalkerTraitsFor<float>::kNThreads;
-  const int64_t blocks = (p.dim + kWarps - 1) / kWarps;
-  return with_walker(dtype, p.conv.width, p.conv.silu, [&](auto kernel) {
-    return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
-                         static_cast<cudaStream_t>(stream), o.pdl, p);
-  });
+int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream) {
+  return with_instantiation<TimeWalker>(
+      [&](auto traits, auto kernel) {
+        using Kt = typename decltype(traits)::type;
+        const int64_t blocks = (p.dim + Kt::kNWarps - 1) / Kt::kNWarps;
+        return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(Kt::kNThreads), 0,
+                             static_cast<cudaStream_t>(stream), o.pdl, p);
+      },
+      dtype, p.conv.width, p.conv.silu);
 }
 
 }  // namespace deltakern::native
