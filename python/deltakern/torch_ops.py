@@ -252,5 +252,6 @@ def causal_conv1d_update(
     return out
 
 
+_handoff.to_dlpack = torch.utils.dlpack.to_dlpack
 _handoff.torch_ops = sys.modules[__name__]
 _handoff.torch_tensor_type = torch.Tensor
