@@ -144,13 +144,14 @@ def test_every_error_code_maps_to_its_class_with_the_message(code, cls, builtin)
 
 
 def test_a_device_no_backend_can_use_here_is_refused():
-    """The core reports a device no backend can use (portable's CUDA path without a driver) as
-    unsupported at dispatch, with each backend's reason, before touching any memory."""
+    """The core reports a device no backend can use here (portable without its CUDA path, or with
+    it and no driver) as unsupported at dispatch, with each backend's reason, before touching any
+    memory."""
     case = varlen_case(lib="numpy", padded=False)
     args = [CudaLabelledArray(a) if isinstance(a, np.ndarray) else a for a in case.args()]
     before = _snapshot(case)
     with pytest.raises(deltakern.UnsupportedError, match=r"no backend can serve this call \(cuda:0.*portable: "
-                                                         r"unavailable on cuda"):
+                                                         r"(unavailable on cuda|does not declare device cuda)"):
         deltakern.causal_conv1d_varlen(*args, max_seq_len=case.max_seq_len)
     assert _unchanged(case, before)
 
