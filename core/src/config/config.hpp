@@ -5,7 +5,7 @@
 #include "ops.hpp"
 
 #include <spdlog/common.h>
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <array>
 #include <chrono>

@@ -6,7 +6,7 @@
 #include "ops.hpp"
 
 #include <deltakern/plugin_abi.h>
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <array>
 #include <atomic>

@@ -6,7 +6,7 @@
 #include "dispatch/decision_cache.hpp"
 #include "loader/discovery.hpp"
 
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <optional>
 #include <string>

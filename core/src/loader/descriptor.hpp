@@ -7,7 +7,7 @@
 #include "ops.hpp"
 
 #include <deltakern/plugin_abi.h>
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <array>
 #include <cstddef>

@@ -8,7 +8,7 @@
 #include "loader/descriptor.hpp"
 #include "services/host_services.hpp"
 
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <filesystem>
 #include <functional>

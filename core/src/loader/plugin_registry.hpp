@@ -8,7 +8,7 @@
 #include "loader/plugin_library.hpp"
 #include "loader/probe/probe_verdict.hpp"
 
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <functional>
 #include <memory>

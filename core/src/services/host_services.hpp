@@ -10,7 +10,7 @@
 #pragma once
 
 #include <deltakern/plugin_abi.h>
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <deltakern/deltakern.hpp>
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <cstdint>
 

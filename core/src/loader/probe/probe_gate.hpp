@@ -7,7 +7,7 @@
 #include "loader/probe/probe_spawn.hpp"
 #include "loader/probe/verdict_cache.hpp"
 
-#include <deltakern/runtime.hpp>
+#include <deltakern/runtime_types.hpp>
 
 #include <filesystem>
 #include <map>
