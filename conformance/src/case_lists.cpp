@@ -3,6 +3,8 @@
 #include "case_util.hpp"
 #include "device.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include <deltakern/op_schemas.h>
 
 #include <algorithm>
@@ -24,7 +26,7 @@ std::vector<DType> dtypes_of(const OpInfo& info) {
   std::vector<DType> out;
   for (DType d : {DType::f32, DType::f16, DType::bf16})
     if (std::any_of(info.dtypes.begin(), info.dtypes.end(),
-                    [&](const DLDataType& t) { return same(t, to_dl(d)); }))
+                    [&](const DLDataType& t) { return plugin::same_dtype(t, to_dl(d)); }))
       out.push_back(d);
   return out;
 }
@@ -206,7 +208,7 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
         for (bool bias : {true, false})
           for (auto act : {reference::Act::none, reference::Act::silu})
             for (bool init : {true, false}) {
-              const std::string name = std::string(name_of(x)) + "/w" + std::to_string(w) + "/" +
+              const std::string name = std::string(short_name(x)) + "/w" + std::to_string(w) + "/" +
                                        layout_name(layout) + "/" + (bias ? "bias" : "nobias") + "/" +
                                        act_name(act) + "/" + (init ? "init" : "noinit");
               Random knobs(op + "/" + name + "#knobs");
@@ -215,7 +217,7 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
   if (dtypes.empty()) return;
   // Every sequence empty: T = 0, yet states of sequences without an initial state become zeros.
   {
-    const std::string name = std::string("edge/all_empty/") + name_of(dtypes.front());
+    const std::string name = std::string("edge/all_empty/") + short_name(dtypes.front());
     Random knobs(op + "/" + name + "#knobs");
     auto cfg = varlen_config(dtypes.front(), widths_of(info).back(), info.layouts.front(), true,
                              reference::Act::silu, true, knobs, o);
@@ -227,7 +229,7 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
   // The longest state the backend admits (at most 64): a declared limit is served up to its edge.
   for (DType x : dtypes) {
     const int64_t edge = edge_of(info, "state_len", 64);
-    const std::string name = std::string("limits/state_len_") + std::to_string(edge) + "/" + name_of(x);
+    const std::string name = std::string("limits/state_len_") + std::to_string(edge) + "/" + short_name(x);
     Random knobs(op + "/" + name + "#knobs");
     auto cfg = varlen_config(x, widths_of(info).back(), info.layouts.back(), true, reference::Act::silu, true,
                              knobs, o);
@@ -240,8 +242,8 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
   for (DType x : dtypes) {
     for (Mode mode : {Mode::graph_replay, Mode::gate}) {
       if (mode == Mode::graph_replay && !dev->graph_capturable) continue;
-      const std::string name = std::string(mode == Mode::gate ? "cuda_gate/" : "cuda_graph/") + name_of(x) +
-                               "/w" + std::to_string(w);
+      const std::string name = std::string(mode == Mode::gate ? "cuda_gate/" : "cuda_graph/") +
+                               short_name(x) + "/w" + std::to_string(w);
       Random knobs(op + "/" + name + "#knobs");
       out.push_back(varlen_case(
           info, name, varlen_config(x, w, info.layouts.front(), true, reference::Act::silu, true, knobs, o),
@@ -265,8 +267,8 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
             for (bool circular : {false, true}) {
               const std::string form =
                   tq == 1 ? "tq1" : "tq" + std::to_string(tq) + "/" + layout_name(layout);
-              const std::string name = std::string(name_of(x)) + "/w" + std::to_string(w) + "/" + form + "/" +
-                                       (bias ? "bias" : "nobias") + "/" + act_name(act) + "/" +
+              const std::string name = std::string(short_name(x)) + "/w" + std::to_string(w) + "/" + form +
+                                       "/" + (bias ? "bias" : "nobias") + "/" + act_name(act) + "/" +
                                        (circular ? "circular" : "shift");
               Random knobs(op + "/" + name + "#knobs");
               out.push_back(
@@ -276,7 +278,7 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
   for (DType x : dtypes) {
     const int64_t s_edge = edge_of(info, "state_len", 64), tq_edge = edge_of(info, "tokens_per_update", 64);
     const std::string name = std::string("limits/state_len_") + std::to_string(s_edge) + "/tq" +
-                             std::to_string(tq_edge) + "/" + name_of(x);
+                             std::to_string(tq_edge) + "/" + short_name(x);
     Random knobs(op + "/" + name + "#knobs");
     auto cfg = update_config(x, widths_of(info).back(), tq_edge, info.layouts.back(), true,
                              reference::Act::silu, true, knobs, o);
@@ -289,8 +291,8 @@ void add_update_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
   for (DType x : dtypes)
     for (Mode mode : {Mode::graph_replay, Mode::gate}) {
       if (mode == Mode::graph_replay && !dev->graph_capturable) continue;
-      const std::string name = std::string(mode == Mode::gate ? "cuda_gate/" : "cuda_graph/") + name_of(x) +
-                               "/w" + std::to_string(w);
+      const std::string name = std::string(mode == Mode::gate ? "cuda_gate/" : "cuda_graph/") +
+                               short_name(x) + "/w" + std::to_string(w);
       Random knobs(op + "/" + name + "#knobs");
       out.push_back(update_case(
           info, name,
@@ -318,7 +320,7 @@ void add_contract_cases(std::vector<Case>& out, const std::vector<const OpInfo*>
     for (int64_t w : vw) {
       if (std::find(uw.begin(), uw.end(), w) == uw.end()) continue;
       for (bool circular : {false, true}) {
-        const std::string name = std::string("prefill_then_updates/") + name_of(x) + "/w" +
+        const std::string name = std::string("prefill_then_updates/") + short_name(x) + "/w" +
                                  std::to_string(w) + "/" + (circular ? "circular" : "shift");
         Random knobs("contract/" + name + "#knobs");
         SequenceConfig sc;
@@ -344,7 +346,7 @@ void add_out_of_range_cases(std::vector<Case>& out, const OpInfo& info, const Ta
   const auto widths = widths_of(info);
   if (dtypes.empty()) return;
   for (DType x : dtypes) {
-    const std::string name = std::string("out_of_range_index/") + name_of(x);
+    const std::string name = std::string("out_of_range_index/") + short_name(x);
     Random knobs(info.name + "/" + name + "#knobs");
     const int64_t w = pick(widths, knobs);
     const Layout layout = pick(info.layouts, knobs);
@@ -449,8 +451,8 @@ void add_size_cases(std::vector<Case>& out, const OpInfo& info, const Target& ta
         const DType x = dtypes[(k + variant) % dtypes.size()];
         const int64_t w = widths[k % widths.size()];
         const Layout layout = info.layouts[k % info.layouts.size()];
-        const std::string name = "size/" + shape.label + "/D" + std::to_string(shape.dim) + "/" + name_of(x) +
-                                 "/w" + std::to_string(w) + "/" + layout_name(layout);
+        const std::string name = "size/" + shape.label + "/D" + std::to_string(shape.dim) + "/" +
+                                 short_name(x) + "/w" + std::to_string(w) + "/" + layout_name(layout);
         Random knobs(op + "/" + name + "#knobs");
         auto cfg = varlen_config(x, w, layout, knobs.coin(),
                                  variant % 2 ? reference::Act::silu : reference::Act::none, true, knobs, o);
@@ -483,7 +485,7 @@ void add_size_cases(std::vector<Case>& out, const OpInfo& info, const Target& ta
     const Layout layout = info.layouts[variant % info.layouts.size()];
     const bool circular = variant % 2 == 1;
     const std::string name = "size/batch" + std::to_string(batch) + "/tq" + std::to_string(tq) + "/D" +
-                             std::to_string(dim) + "/" + name_of(x) + "/w" + std::to_string(w) + "/" +
+                             std::to_string(dim) + "/" + short_name(x) + "/w" + std::to_string(w) + "/" +
                              (tq > 1 ? layout_name(layout) + "/" : std::string()) +
                              (circular ? "circular" : "shift");
     Random knobs(op + "/" + name + "#knobs");

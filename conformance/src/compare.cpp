@@ -73,7 +73,7 @@ std::string compare_outputs(std::string_view what, const HostImage& got, referen
   if (first < 0) return {};
   return std::string(what) + " differs at " + describe(first) + ": got " + describe_got(dtype, first_bits) +
          ", expected " + format_value(first_expected.value) + " (tolerance " + format_value(first_tolerance) +
-         ": half an ulp of " + name_of(dtype) + " plus float32 accumulation over " +
+         ": half an ulp of " + short_name(dtype) + " plus float32 accumulation over " +
          std::to_string(first_expected.terms) + " terms of total magnitude " +
          format_value(first_expected.magnitude) + "); " + std::to_string(count) + " of " +
          std::to_string(which.size()) + " elements compared differ";

@@ -2,6 +2,8 @@
 
 #include "poison.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -119,8 +121,9 @@ std::string check_result(const OpInfo& info, const Tensor& result, const TensorB
   const DLTensor& xd = *x.dl();
   if (r.ndim != xd.ndim || !std::equal(r.shape, r.shape + r.ndim, xd.shape))
     return "the result's shape " + shape_string(r) + " differs from x's " + shape_string(xd);
-  if (!same(r.dtype, xd.dtype))
-    return "the result's dtype " + name_of(r.dtype) + " is not x's " + name_of(xd.dtype);
+  if (!plugin::same_dtype(r.dtype, xd.dtype))
+    return "the result's dtype " + plugin::dtype_name(r.dtype) + " is not x's " +
+           plugin::dtype_name(xd.dtype);
   if (r.device.device_type != xd.device.device_type || r.device.device_id != xd.device.device_id)
     return "the result is on another device than x";
   const AddressRange rr = address_range(r);

@@ -1,79 +1,19 @@
 #include "dtype.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include <bit>
 #include <cmath>
 #include <stdexcept>
 
 namespace deltakern::conformance {
 
-DLDataType to_dl(DType t) {
-  switch (t) {
-    case DType::f32:
-      return {kDLFloat, 32, 1};
-    case DType::f16:
-      return {kDLFloat, 16, 1};
-    case DType::bf16:
-      return {kDLBfloat, 16, 1};
-    case DType::i32:
-      return {kDLInt, 32, 1};
-    case DType::u8:
-      return {kDLUInt, 8, 1};
-  }
-  throw std::logic_error("to_dl: bad dtype");
-}
-
-bool same(const DLDataType& a, const DLDataType& b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
 DType from_dl(const DLDataType& t) {
-  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::u8})
-    if (same(to_dl(d), t)) return d;
-  throw std::invalid_argument("the conformance suite has no tensors of dtype " + name_of(t));
+  DType d{};
+  if (!scalar_type_of(t, &d))
+    throw std::invalid_argument("the conformance suite has no tensors of dtype " + plugin::dtype_name(t));
+  return d;
 }
-
-size_t size_of(DType t) {
-  switch (t) {
-    case DType::f32:
-    case DType::i32:
-      return 4;
-    case DType::f16:
-    case DType::bf16:
-      return 2;
-    case DType::u8:
-      return 1;
-  }
-  return 0;
-}
-
-const char* name_of(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "f32";
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-    case DType::i32:
-      return "i32";
-    case DType::u8:
-      return "u8";
-  }
-  return "?";
-}
-
-std::string name_of(const DLDataType& t) {
-  const char* code = t.code == kDLFloat    ? "float"
-                     : t.code == kDLBfloat ? "bfloat"
-                     : t.code == kDLInt    ? "int"
-                     : t.code == kDLUInt   ? "uint"
-                                           : "code?";
-  std::string s = code + std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
-  return s;
-}
-
-bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 uint16_t f32_to_f16(float v) {
   const uint32_t x = std::bit_cast<uint32_t>(v);

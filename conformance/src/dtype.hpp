@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dlpack/dlpack.h>
+#include <deltakern/scalar_type.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -11,16 +12,12 @@
 
 namespace deltakern::conformance {
 
-enum class DType { f32, f16, bf16, i32, u8 };
+// The project's dtype vocabulary (deltakern/scalar_type.hpp): to_dl, size_of, short_name and
+// is_floating come with it; names in messages are plugin::dtype_name's.
+using DType = ScalarType;
 
-DLDataType to_dl(DType t);
 // Throws std::invalid_argument for a dtype the suite has no use for.
 DType from_dl(const DLDataType& t);
-bool same(const DLDataType& a, const DLDataType& b);
-size_t size_of(DType t);
-const char* name_of(DType t);  // "f32", "bf16", ...
-std::string name_of(const DLDataType& t);
-bool is_float(DType t);
 
 // IEEE binary16 and bfloat16, round to nearest even (the rounding every backend must
 // use for its single final rounding); subnormals, infinities and NaN kept.

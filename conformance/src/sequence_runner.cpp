@@ -6,6 +6,8 @@
 #include "device.hpp"
 #include "runners.hpp"
 
+#include <deltakern/plugin_sdk.hpp>
+
 #include <deltakern/op_schemas.h>
 
 #include <numeric>
@@ -225,8 +227,8 @@ std::string check_declaration(const Runtime& rt, const Target& target, std::stri
   if (info.dtypes.empty()) return "the op declares no dtype";
   for (const auto& t : info.dtypes) {
     bool known = false;
-    for (DType d : {DType::f32, DType::f16, DType::bf16}) known = known || same(to_dl(d), t);
-    if (!known) return "the op declares dtype " + name_of(t) + ", which it does not define";
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) known = known || plugin::same_dtype(to_dl(d), t);
+    if (!known) return "the op declares dtype " + plugin::dtype_name(t) + ", which it does not define";
   }
   if (info.min_width < 1 || info.max_width < info.min_width)
     return "the op declares widths " + std::to_string(info.min_width) + ".." + std::to_string(info.max_width);

@@ -17,7 +17,7 @@
 
 namespace deltakern::portable::cuda {
 
-enum class DType : uint8_t { f32, f16, bf16 };
+using DType = ScalarType;  // the project's dtype vocabulary (deltakern/scalar_type.hpp)
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -244,6 +244,8 @@ void dtype_switch(DType dtype, F&& f) {
       return f(__half{});
     case DType::bf16:
       return f(__nv_bfloat16{});
+    default:  // x_dtype() admits the float types only
+      return;
   }
 }
 

@@ -37,9 +37,8 @@ const TilingOverride& tiling_override();
 // reaching a kernel)
 
 inline DType x_dtype(const DLTensor& x, const std::string& op) {
-  if (plugin::is_f32(x.dtype)) return DType::f32;
-  if (plugin::is_f16(x.dtype)) return DType::f16;
-  if (plugin::is_bf16(x.dtype)) return DType::bf16;
+  DType t{};
+  if (scalar_type_of(x.dtype, &t) && is_floating(t)) return t;
   throw plugin::Failure(DK_ERR_UNSUPPORTED, op + ": x must be float32, float16 or bfloat16");
 }
 
