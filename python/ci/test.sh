@@ -5,7 +5,7 @@
 # BUILD_DIR (default build/) so that both contracts run. Needs ci/install-deps.sh first.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$repo/build}
+build=$(cd "${1:-$repo/build}" && pwd)  # absolute: the tests run from inside it
 standin=$build/tests/plugins/libdeltakern_test_standin.so
 [[ -f $standin ]] || { echo "python/ci/test.sh: no stand-in at $standin (build the C++ tests first)" >&2; exit 1; }
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
