@@ -159,17 +159,7 @@ int main(int argc, char** argv) {
       for (int64_t D : section("varlen") ? Ds : std::vector<int64_t>{})
         for (int64_t T : Ts)
           for (int pattern : {0, 1, 2}) {
-            std::vector<int64_t> lens;
-            if (pattern == 0) lens = {T};
-            if (pattern == 1) lens.assign(8, T / 8);
-            if (pattern == 2) {
-              std::vector<double> w(64);
-              double sum = 0;
-              for (auto& v : w) sum += (v = uniform(0.1, 2.0));
-              int64_t used = 0;
-              for (int i = 0; i < 63; ++i) used += lens.emplace_back(static_cast<int64_t>(w[i] / sum * T));
-              lens.push_back(T - used);
-            }
+            const std::vector<int64_t> lens = dkgpu::batch_lengths(T, pattern, rng);
             const int64_t B = static_cast<int64_t>(lens.size()), S = 3, W = 4;
             const size_t x_bytes = static_cast<size_t>(D * T * 2);
             const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / x_bytes, 1, 8));

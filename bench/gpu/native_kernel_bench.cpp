@@ -45,17 +45,7 @@ void bench(Plugin& plugin, cudaStream_t stream, bool update_only, const std::str
       for (int64_t T : {1024, 8192, 32768, 131072})
         for (int pattern : {0, 1, 2}) {
           if (update_only) break;
-          std::vector<int64_t> lens;
-          if (pattern == 0) lens = {T};
-          if (pattern == 1) lens.assign(8, T / 8);
-          if (pattern == 2) {
-            std::vector<double> w(64);
-            double sum = 0;
-            for (auto& v : w) sum += (v = uniform(0.1, 2.0));
-            int64_t used = 0;
-            for (int i = 0; i < 63; ++i) used += lens.emplace_back(static_cast<int64_t>(w[i] / sum * T));
-            lens.push_back(T - used);
-          }
+          const std::vector<int64_t> lens = dkgpu::batch_lengths(T, pattern, rng);
           char name[64];
           std::snprintf(name, sizeof name, "%s D%ld T%ldk %s", cl ? "chl" : "time", static_cast<long>(D),
                         static_cast<long>(T / 1024),
@@ -226,14 +216,7 @@ int main(int argc, char** argv) {
   }
   try {
     Plugin plugin(argv[1]);
-    char why[256] = {};
-    if (plugin.table->probe(plugin.self, kDLCUDA, why, sizeof why) != DK_OK) {
-      std::printf("probe: %s\n", why);
-      return 3;
-    }
-    cudaDeviceProp prop{};
-    DKGPU_CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    if (!probe_cuda(plugin)) return 3;
     cudaStream_t stream;
     DKGPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     bench(plugin, stream, update_only, filter, iters);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "gpu_util.hpp"
+
 namespace dkgpu {
 
 // Host services: stream-ordered CUDA allocation, a device-to-host read of compact tensors (the
@@ -122,5 +124,18 @@ struct Plugin {
 inline dk_scalar str_scalar(const char* s) { return dk_scalar{DK_SCALAR_STRING, 0, 0.0, s}; }
 inline dk_scalar int_scalar(int64_t v) { return dk_scalar{DK_SCALAR_INT, v, 0.0, nullptr}; }
 inline dk_scalar none_scalar() { return dk_scalar{DK_SCALAR_NONE, 0, 0.0, nullptr}; }
+
+// Whether the plugin serves CUDA here (its reason printed when not), and which GPU it runs on.
+inline bool probe_cuda(const Plugin& plugin) {
+  char why[256] = {};
+  if (plugin.table->probe(plugin.self, kDLCUDA, why, sizeof why) != DK_OK) {
+    std::printf("probe: %s\n", why);
+    return false;
+  }
+  cudaDeviceProp prop{};
+  DKGPU_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  return true;
+}
 
 }  // namespace dkgpu

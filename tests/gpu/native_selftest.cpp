@@ -1037,14 +1037,7 @@ int main(int argc, char** argv) {
   }
   try {
     Plugin plugin(argv[1]);
-    char why[256] = {};
-    if (plugin.table->probe(plugin.self, kDLCUDA, why, sizeof why) != DK_OK) {
-      std::printf("probe: %s\n", why);
-      return 3;
-    }
-    cudaDeviceProp prop{};
-    DKGPU_CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    if (!probe_cuda(plugin)) return 3;
     cudaStream_t stream;
     DKGPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     Failures f;
