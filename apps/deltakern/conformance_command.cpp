@@ -93,7 +93,7 @@ uint64_t random_seed() {
 
 struct Options {
   std::string backend, device, plugin, junit;
-  std::string tier = "full", seed, budget, case_timeout = "300", max_failures = "0";
+  std::string tier = "full", seed, budget, sweep_cases, case_timeout = "300", max_failures = "0";
   std::vector<std::string> cases;
   bool in_process = false, verbose = false;
 };
@@ -189,6 +189,9 @@ void add_conformance_command(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "the random sweep's seed (default: drawn at random and printed)");
   cmd->add_option("--budget", o.budget,
                   "seconds of random sweep after the fixed cases (default: 30, quick: 0)");
+  cmd->add_option("--sweep-cases", o.sweep_cases,
+                  "run exactly this many sweep cases instead of a time budget (verdicts that do not "
+                  "depend on the machine's speed)");
   cmd->add_option("--case-timeout", o.case_timeout,
                   "seconds a case may run before it fails and its worker process is killed")
       ->capture_default_str();
@@ -217,7 +220,13 @@ void add_conformance_command(CLI::App& app) {
     isolation.case_names = o.cases;
     isolation.case_timeout = std::chrono::duration<double>(
         number_of<double>("--case-timeout", o.case_timeout, 1e-3, "seconds, above 0"));
-    if (!o.cases.empty()) suite.budget_seconds = 0;  // the named cases are the run
+    if (!o.sweep_cases.empty()) {
+      suite.sweep_cases = number_of<uint64_t>("--sweep-cases", o.sweep_cases, 1, "a positive integer");
+      if (!o.budget.empty())
+        throw Error(ErrorCode::invalid_argument, "--sweep-cases: give it or --budget, not both");
+      suite.budget_seconds = 0;
+    }
+    if (!o.cases.empty()) suite.budget_seconds = 0, suite.sweep_cases = 0;  // the named cases are the run
     suite.max_failures = number_of<size_t>("--max-failures", o.max_failures, 0, "a non-negative integer");
 
     RuntimeOptions base;
@@ -288,8 +297,10 @@ void add_conformance_command(CLI::App& app) {
     } else {
       std::string labels;
       for (const auto& t : targets) labels += (labels.empty() ? "" : ", ") + t.label();
-      fmt::print("deltakern conformance: {}; tier {}, seed {} (--seed {} repeats it), sweep {:g} s, {}\n",
-                 labels, conf::to_string(*tier), suite.seed, suite.seed, suite.budget_seconds,
+      const std::string sweep = suite.sweep_cases > 0 ? fmt::format("{} cases", suite.sweep_cases)
+                                                      : fmt::format("{:g} s", suite.budget_seconds);
+      fmt::print("deltakern conformance: {}; tier {}, seed {} (--seed {} repeats it), sweep {}, {}\n", labels,
+                 conf::to_string(*tier), suite.seed, suite.seed, sweep,
                  o.in_process ? "in this process (--in-process)"
                               : fmt::format("each target in a worker process, per-case time-out {:g} s",
                                             isolation.case_timeout.count()));

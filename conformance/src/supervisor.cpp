@@ -74,7 +74,7 @@ class TargetRun {
         isolation_(isolation),
         worker_(std::move(worker)),
         record_(record),
-        sweeps_(isolation.case_names.empty() && options.budget_seconds > 0) {}
+        sweeps_(isolation.case_names.empty() && options.sweeps()) {}
 
   void run() {
     while (!one_worker()) {
@@ -187,8 +187,12 @@ class TargetRun {
                                            std::chrono::duration<double>(options_.budget_seconds));
   }
 
-  bool sweep_time_left() const { return sweeps_ && (!sweep_deadline_ || Clock::now() < *sweep_deadline_); }
-  bool finished() const { return next_ >= plan_->size() && !sweep_time_left(); }
+  bool sweep_left() const {
+    if (!sweeps_ || next_ < plan_->size()) return sweeps_;
+    return options_.sweep_cases > 0 ? next_ - plan_->size() < options_.sweep_cases
+                                    : !sweep_deadline_ || Clock::now() < *sweep_deadline_;
+  }
+  bool finished() const { return next_ >= plan_->size() && !sweep_left(); }
 
   // The worker ended (or was killed) before the end of its run: the verdict of the case it was
   // running, or else of the case it was about to start. True when the target is finished.
@@ -228,7 +232,7 @@ class TargetRun {
     std::string op = "teardown", name = "worker";
     if (next_ < plan_->size()) {
       std::tie(op, name) = (*plan_)[next_];
-    } else if (sweep_time_left()) {
+    } else if (sweep_left()) {
       op = "sweep";
       name = fmt::format("sweep/{}/{}", options_.seed, next_ - plan_->size());
     }
@@ -247,9 +251,9 @@ class TargetRun {
   std::string left_unrun() const {
     if (!plan_) return "";
     const size_t left = next_ < plan_->size() ? plan_->size() - next_ : 0;
-    if (left == 0 && !sweep_time_left()) return "";
+    if (left == 0 && !sweep_left()) return "";
     return fmt::format("; {} case{}{} of this target did not run", left, left == 1 ? "" : "s",
-                       sweep_time_left() ? " and the sweep" : "");
+                       sweep_left() ? " and the sweep" : "");
   }
 
   const RuntimeOptions& base_;

@@ -86,12 +86,12 @@ int run_worker(int argc, char** argv) {
     ++index;
   };
   for (; index < list.size();) run_one(list[index]);
-  if (request->case_names.empty() && request->suite.budget_seconds > 0) {
+  if (request->case_names.empty() && request->suite.sweeps()) {
     const auto deadline = request->sweep_deadline.value_or(
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(request->suite.budget_seconds)));
     report(protocol::sweep_line(deadline));
-    while (Clock::now() < deadline)
+    while (request->suite.sweep_runs(index - list.size(), deadline))
       run_one(sweep_case(*runtime, target, request->suite, index - list.size()));
   }
   report(protocol::done_line(index));

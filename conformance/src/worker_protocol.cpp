@@ -50,7 +50,8 @@ std::string to_json(const Request& r) {
          {"suite",
           {{"tier", to_string(r.suite.tier)},
            {"seed", r.suite.seed},
-           {"budget_seconds", r.suite.budget_seconds}}},
+           {"budget_seconds", r.suite.budget_seconds},
+           {"sweep_cases", r.suite.sweep_cases}}},
          {"case_names", r.case_names},
          {"first", r.first}};
   if (r.sweep_deadline) j["sweep_deadline_ns"] = ticks(*r.sweep_deadline);
@@ -77,6 +78,7 @@ Request request_from_json(std::string_view text) {
   r.suite.tier = *tier;
   r.suite.seed = s.at("seed").get<uint64_t>();
   r.suite.budget_seconds = s.at("budget_seconds").get<double>();
+  r.suite.sweep_cases = s.at("sweep_cases").get<uint64_t>();
   r.case_names = j.at("case_names").get<std::vector<std::string>>();
   r.first = j.at("first").get<uint64_t>();
   if (j.contains("sweep_deadline_ns")) r.sweep_deadline = time_of(j.at("sweep_deadline_ns"));

@@ -41,9 +41,17 @@ std::optional<Tier> tier_from_string(std::string_view name);
 struct SuiteOptions {
   Tier tier = Tier::quick;
   // The random sweep of shapes and flags within the declared limits: case k of `seed` is
-  // sweep_case(..., k). The sweep runs for `budget_seconds` after the fixed cases (0: none).
+  // sweep_case(..., k). The sweep runs for `budget_seconds` after the fixed cases (0: none),
+  // or, where `sweep_cases` > 0, for exactly that many cases whatever the time: a run whose
+  // verdicts must not depend on the machine's speed (a sanitizer build is 3-10x slower).
   uint64_t seed = 1;
   double budget_seconds = 0;
+  uint64_t sweep_cases = 0;
+  bool sweeps() const { return budget_seconds > 0 || sweep_cases > 0; }
+  // Whether sweep case k runs: below the count where one is set, else before `deadline`.
+  bool sweep_runs(uint64_t k, std::chrono::steady_clock::time_point deadline) const {
+    return sweep_cases > 0 ? k < sweep_cases : std::chrono::steady_clock::now() < deadline;
+  }
   // A run stops once this many cases have failed (a CI gate that needs one reason, not all of
   // them); 0: every case runs.
   size_t max_failures = 0;
