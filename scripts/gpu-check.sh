@@ -16,9 +16,13 @@
 #                               and the markdown table go to $OUT (default ./gpu-results); a
 #                               summary table ends the output. Every step runs under a time limit
 #                               and a failing step does not stop the others.
+#   scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half (python_half()):
+#                               the extension built there for its python3, pytest with torch on
+#                               CUDA, the per-call cost. Pack with CUDA_RUNTIME=Shared for it.
 #
 # Environment: NVCC (pack; default /usr/local/cuda/bin/nvcc), CUDA_ARCHS (pack; default 90-real,
-# enough for the H200), JOBS (pack; default 2), OUT (run).
+# enough for the H200), CUDA_RUNTIME (pack; Static or Shared, default Static), JOBS (pack;
+# default 2), OUT (run, tiers, python).
 set -u
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +43,7 @@ pack() {
   mkdir -p "$build"
   cmake -G Ninja -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90-real}" \
+    -DDELTAKERN_CUDA_RUNTIME="${CUDA_RUNTIME:-Static}" \
     -DDELTAKERN_WITH_CUDA=ON -DDELTAKERN_BUILD_TESTS=ON -DDELTAKERN_BUILD_BENCH=ON >"$build/configure.log" 2>&1 ||
     { tail -30 "$build/configure.log"; die "configure failed"; }
   grep -q "building the CUDA paths" "$build/configure.log" ||
@@ -67,6 +72,8 @@ pack() {
   done
   # The ctest files (paths inside them are the build tree's: run recreates that path).
   (cd "$build" && find . -name 'CTestTestfile.cmake' -exec cp -a --parents {} "$carry/" \;)
+  # DLPack's header, which the GPU machine lacks, for the Python extension built there (python).
+  mkdir -p "$carry/include" && cp -a "${DLPACK_INCLUDE:-/usr/include}/dlpack" "$carry/include/"
 
   # Shared libraries the GPU machine lacks (Debian's spdlog, fmt, toml++, Boost.Test, benchmark).
   # The C runtime, libstdc++ and the driver stay the GPU machine's own.
@@ -89,6 +96,22 @@ pack() {
   du -sh "$carry"
   echo "deps: $(ls "$carry/lib/deps" | tr '\n' ' ')"
   echo "pack done: carry .carry to the GPU machine and run: scripts/gpu-check.sh run"
+}
+
+# The test programs carry the build tree's absolute paths (plugin dirs, RPATH, source dir):
+# recreate them as links to this copy when they do not exist here.
+link_build_paths() {
+  local build_path source_path
+  build_path=$(cat "$carry/BUILD_PATH" 2>/dev/null || true)
+  source_path=$(cat "$carry/SOURCE_PATH" 2>/dev/null || true)
+  if [ -n "$source_path" ] && [ ! -e "$source_path" ]; then
+    mkdir -p "$(dirname "$source_path")" && ln -sfn "$repo" "$source_path" || echo "gpu-check: cannot link $source_path"
+  fi
+  if [ -n "$build_path" ] && [ ! -e "$build_path" ]; then
+    mkdir -p "$(dirname "$build_path")" && ln -sfn "$carry" "$build_path" || echo "gpu-check: cannot link $build_path"
+  fi
+  export LD_LIBRARY_PATH="$carry/lib:$carry/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  unset DELTAKERN_BACKEND DELTAKERN_CONFIG DELTAKERN_PLUGIN_PATH
 }
 
 # ---------------------------------------------------------------------------- run
@@ -142,19 +165,7 @@ run() {
   : >"$OUT/gpu-check.log"
   [ -d "$carry/bin" ] || die "no $carry/bin: run 'scripts/gpu-check.sh pack' on the build machine first"
 
-  # The test programs carry the build tree's absolute paths (plugin dirs, RPATH, source dir):
-  # recreate them as links to this copy when they do not exist here.
-  local build_path source_path
-  build_path=$(cat "$carry/BUILD_PATH" 2>/dev/null || true)
-  source_path=$(cat "$carry/SOURCE_PATH" 2>/dev/null || true)
-  if [ -n "$source_path" ] && [ ! -e "$source_path" ]; then
-    mkdir -p "$(dirname "$source_path")" && ln -sfn "$repo" "$source_path" || echo "gpu-check: cannot link $source_path"
-  fi
-  if [ -n "$build_path" ] && [ ! -e "$build_path" ]; then
-    mkdir -p "$(dirname "$build_path")" && ln -sfn "$carry" "$build_path" || echo "gpu-check: cannot link $build_path"
-  fi
-  export LD_LIBRARY_PATH="$carry/lib:$carry/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  unset DELTAKERN_BACKEND DELTAKERN_CONFIG DELTAKERN_PLUGIN_PATH
+  link_build_paths
   local bin="$carry/bin" native="$carry/lib/deltakern/plugins/libdeltakern_native.so"
 
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
@@ -277,13 +288,7 @@ tiers() {
   local tier="${1:-full}"
   OUT="${OUT:-$PWD/gpu-results}"
   mkdir -p "$OUT"
-  local build_path source_path
-  build_path=$(cat "$carry/BUILD_PATH" 2>/dev/null || true)
-  source_path=$(cat "$carry/SOURCE_PATH" 2>/dev/null || true)
-  [ -n "$source_path" ] && [ ! -e "$source_path" ] && mkdir -p "$(dirname "$source_path")" && ln -sfn "$repo" "$source_path"
-  [ -n "$build_path" ] && [ ! -e "$build_path" ] && mkdir -p "$(dirname "$build_path")" && ln -sfn "$carry" "$build_path"
-  export LD_LIBRARY_PATH="$carry/lib:$carry/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  unset DELTAKERN_BACKEND DELTAKERN_CONFIG DELTAKERN_PLUGIN_PATH
+  link_build_paths
   local cli="$carry/bin/deltakern" pids=() name
   for target in "native cuda" "portable cuda" "portable cpu"; do
     set -- $target
@@ -304,8 +309,46 @@ tiers() {
   return $((failed > 0))
 }
 
+# ---------------------------------------------------------------------------- python
+# scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half. The extension
+# is built there, for that machine's python3 and nanobind, against the carried libdeltakern
+# (python/CMakeLists.txt's standalone mode; the build must have used DELTAKERN_CUDA_RUNTIME=Shared,
+# as the wheel does); then the pytest suite with torch on CUDA (test_cuda.py, test_cuda_graphs.py
+# and the CPU half beside them) and the per-call cost benchmark.
+python_half() {
+  OUT="${OUT:-$PWD/gpu-results}"
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  : >"$OUT/gpu-check.log"
+  link_build_paths
+  local build_path ext=/tmp/deltakern-python
+  build_path=$(cat "$carry/BUILD_PATH")
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); $(python3 --version)"
+  step "build the extension for this python3" 300 bash -c '
+    cmake -G Ninja -S "$1/python" -B "$2/build" -DCMAKE_BUILD_TYPE=Release -DDELTAKERN_BUILD_DIR="$3" \
+      -DDLPACK_INCLUDE_DIR="$4/include" -DPython_EXECUTABLE="$(command -v python3)" \
+      -Dnanobind_DIR="$(python3 -m nanobind --cmake_dir)" >"$2/configure.log" 2>&1 || { cat "$2/configure.log"; exit 1; }
+    ninja -C "$2/build" && mkdir -p "$2/site/deltakern" && cp "$1"/python/deltakern/*.py "$2/site/deltakern/" &&
+      cp "$2"/build/python/deltakern/_core*.so "$2/site/deltakern/"' _ "$repo" "$ext" "$build_path" "$carry"
+  export PYTHONPATH="$ext/site" DELTAKERN_REQUIRE_STANDIN=1 PYTHONUNBUFFERED=1 \
+    DELTAKERN_TEST_PLUGINS="$carry/tests/plugins/libdeltakern_test_standin.so"
+  step "python: list_backends()" 60 python3 -c 'import torch, deltakern, pprint
+pprint.pprint([(p["name"], p["state"], [(d["device"], d["available"]) for d in p["devices"]]) for p in deltakern.list_backends()])'
+  step "pytest (CUDA and CPU halves)" 420 python3 -m pytest "$repo/python/tests" -q -p no:cacheprovider -rs \
+    --junitxml "$OUT/pytest.xml"
+  step "call overhead (CUDA, eager and graph replay)" 180 python3 "$repo/python/bench/call_overhead.py" --device cuda
+  echo
+  local i failed=0
+  for i in "${!step_names[@]}"; do
+    printf '%-52s %-22s %6s\n' "${step_names[$i]}" "${step_status[$i]}" "${step_secs[$i]}"
+    case "${step_status[$i]}" in ok | skipped*) ;; *) failed=$((failed + 1)) ;; esac
+  done
+  return $((failed > 0))
+}
+
 case "${1:-}" in
   pack) pack ;;
+  python) python_half ;;
   run) run ;;
   tiers) tiers "${2:-full}" ;;
   *)

@@ -54,3 +54,41 @@ def test_capture_without_max_seq_len_on_portable_is_an_error():
         with pytest.raises(deltakern.Error):
             with torch.cuda.graph(graph):
                 deltakern.causal_conv1d_varlen(*case.args(), activation="silu")
+
+
+@pytest.mark.parametrize("backend", ["portable", "native"])
+def test_update_captures_and_replays_with_new_inputs(backend):
+    from cases import update_case
+
+    if backend not in [p["name"] for p in deltakern.list_backends() if p["state"] == "loaded"]:
+        pytest.skip(f"{backend} is not installed")
+
+    def cuda_update(seed):
+        case = update_case(dtype="bfloat16", tokens=1, batch=64, dim=256, seed=seed)
+        for name in ("x", "conv_state", "weight", "bias", "conv_state_indices"):
+            setattr(case, name, getattr(case, name).cuda())
+        return case
+
+    with deltakern.use_backend(backend):
+        case, fresh = cuda_update(0), cuda_update(1)
+        x, state = case.x.clone(), case.conv_state.clone()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm-up outside capture
+            deltakern.causal_conv1d_update(x.clone(), state.clone(), case.weight, case.bias,
+                                           case.conv_state_indices, None, activation="silu")
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        before = deltakern.host_syncs()
+        with torch.cuda.graph(graph):
+            out = deltakern.causal_conv1d_update(x, state, case.weight, case.bias, case.conv_state_indices, None,
+                                                 activation="silu")
+        assert deltakern.host_syncs() == before
+        x.copy_(fresh.x)
+        state.copy_(fresh.conv_state)
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = deltakern.causal_conv1d_update(fresh.x, fresh.conv_state, case.weight, case.bias,
+                                                  case.conv_state_indices, None, activation="silu")
+        assert torch.equal(out, expected)
+        assert torch.equal(state.nan_to_num(), fresh.conv_state.nan_to_num())
