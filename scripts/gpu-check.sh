@@ -17,8 +17,8 @@
 #                               summary table ends the output. Every step runs under a time limit
 #                               and a failing step does not stop the others.
 #   scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half (python_half()):
-#                               the extension built there for its python3, pytest with torch on
-#                               CUDA, the per-call cost. Pack with CUDA_RUNTIME=Shared for it.
+#                               pytest with torch on CUDA, the per-call cost. Pack for it with
+#                               CUDA_RUNTIME=Shared and PY_INCLUDE (that machine's Python headers).
 #
 # Environment: NVCC (pack; default /usr/local/cuda/bin/nvcc), CUDA_ARCHS (pack; default 90-real,
 # enough for the H200), CUDA_RUNTIME (pack; Static or Shared, default Static), JOBS (pack;
@@ -72,8 +72,21 @@ pack() {
   done
   # The ctest files (paths inside them are the build tree's: run recreates that path).
   (cd "$build" && find . -name 'CTestTestfile.cmake' -exec cp -a --parents {} "$carry/" \;)
-  # DLPack's header, which the GPU machine lacks, for the Python extension built there (python).
-  mkdir -p "$carry/include" && cp -a "${DLPACK_INCLUDE:-/usr/include}/dlpack" "$carry/include/"
+  # The Python extension for the GPU machine's python3 (python), when that machine's Python
+  # headers are given (PY_INCLUDE: its sysconfig include dir, fetched from it once). It is built
+  # here, by the compiler that built libdeltakern: the C++ API passes std types (strings, paths,
+  # vectors), and one built there by that machine's g++ (/opt/gcc) aborted in free() the first
+  # time it built a Runtime with plugin files.
+  if [ -n "${PY_INCLUDE:-}" ]; then
+    local nb
+    nb=$(python3 -c "import nanobind, os; print(os.path.dirname(nanobind.__file__))") || die "no nanobind here"
+    echo "== the Python extension for $PY_INCLUDE"
+    mkdir -p "$carry/python/deltakern"
+    g++ -O2 -std=c++20 -fPIC -shared -fvisibility=hidden -DNDEBUG -I"$PY_INCLUDE" -I"$nb/include" \
+      -I"$nb/ext/robin_map/include" -I"$repo/core/include" "$repo"/python/src/*.cpp "$nb/src/nb_combined.cpp" \
+      -L"$build/lib" -ldeltakern -Wl,-rpath,'$ORIGIN/lib' \
+      -o "$carry/python/deltakern/_core${PY_EXT_SUFFIX:-.cpython-312-x86_64-linux-gnu.so}" || die "extension build failed"
+  fi
 
   # Shared libraries the GPU machine lacks (Debian's spdlog, fmt, toml++, Boost.Test, benchmark).
   # The C runtime, libstdc++ and the driver stay the GPU machine's own.
@@ -310,10 +323,9 @@ tiers() {
 }
 
 # ---------------------------------------------------------------------------- python
-# scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half. The extension
-# is built there, for that machine's python3 and nanobind, against the carried libdeltakern
-# (python/CMakeLists.txt's standalone mode; the build must have used DELTAKERN_CUDA_RUNTIME=Shared,
-# as the wheel does); then the pytest suite with torch on CUDA (test_cuda.py, test_cuda_graphs.py
+# scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half. The package is
+# staged as a wheel installs it, from the carried extension (pack with PY_INCLUDE) and tree (pack
+# with CUDA_RUNTIME=Shared, as the wheel builds); then the pytest suite with torch on CUDA (test_cuda.py, test_cuda_graphs.py
 # and the CPU half beside them) and the per-call cost benchmark.
 python_half() {
   OUT="${OUT:-$PWD/gpu-results}"
@@ -321,15 +333,16 @@ python_half() {
   OUT=$(cd "$OUT" && pwd)
   : >"$OUT/gpu-check.log"
   link_build_paths
-  local build_path ext=/tmp/deltakern-python
-  build_path=$(cat "$carry/BUILD_PATH")
+  local ext=/tmp/deltakern-python
+  rm -rf "$ext" && mkdir -p "$ext"
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); $(python3 --version)"
-  step "build the extension for this python3" 300 bash -c '
-    cmake -G Ninja -S "$1/python" -B "$2/build" -DCMAKE_BUILD_TYPE=Release -DDELTAKERN_BUILD_DIR="$3" \
-      -DDLPACK_INCLUDE_DIR="$4/include" -DPython_EXECUTABLE="$(command -v python3)" \
-      -Dnanobind_DIR="$(python3 -m nanobind --cmake_dir)" >"$2/configure.log" 2>&1 || { cat "$2/configure.log"; exit 1; }
-    ninja -C "$2/build" && mkdir -p "$2/site/deltakern" && cp "$1"/python/deltakern/*.py "$2/site/deltakern/" &&
-      cp "$2"/build/python/deltakern/_core*.so "$2/site/deltakern/"' _ "$repo" "$ext" "$build_path" "$carry"
+  [ -n "$(ls "$carry"/python/deltakern/_core*.so 2>/dev/null)" ] || die "no extension in .carry/python: pack with PY_INCLUDE"
+  mkdir -p "$ext/site/deltakern"
+  cp "$repo"/python/deltakern/*.py "$carry"/python/deltakern/_core*.so "$ext/site/deltakern/"
+  cp -a "$carry/lib" "$carry/bin" "$carry/share" "$ext/site/deltakern/"
+  # The package as a wheel installs it: the extension finds deltakern/lib/libdeltakern.so beside
+  # it ($ORIGIN/lib), which finds its plugins, probe and config relative to itself.
+  export LD_LIBRARY_PATH="$carry/lib/deps"
   export PYTHONPATH="$ext/site" DELTAKERN_REQUIRE_STANDIN=1 PYTHONUNBUFFERED=1 \
     DELTAKERN_TEST_PLUGINS="$carry/tests/plugins/libdeltakern_test_standin.so"
   step "python: list_backends()" 60 python3 -c 'import torch, deltakern, pprint
