@@ -2,11 +2,12 @@
 // and nothing of torch; the torch integration is pure Python (deltakern/torch_ops.py) on top.
 #include "errors.hpp"
 #include "runtime_binding.hpp"
+#include "tensor_view.hpp"
 
-#include <deltakern/deltakern.hpp>
 #include <deltakern/plugin_abi.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <deltakern/deltakern.hpp>
 
 #include <string>
 
@@ -22,6 +23,22 @@ NB_MODULE(_core, m) {
   // of codes no call on a CPU-only machine produces (unavailable, out_of_memory, internal, ...).
   m.def("_throw_error", [](int code, const std::string& message) {
     throw deltakern::Error(static_cast<deltakern::ErrorCode>(code), message);
+  });
+  // What the extension sees of a tensor argument: (data + byte_offset, shape, strides, (code,
+  // bits, lanes), (device type, id), imported through the DLPack exchange API): lets the tests
+  // prove the exchange import agrees with __dlpack__'s.
+  m.def("_import_view", [](nb::handle object) {
+    const deltakern::python::TensorView view(object, "_import_view", "tensor");
+    const DLTensor& d = view.dl();
+    nb::list shape, strides;
+    for (int i = 0; i < d.ndim; ++i) {
+      shape.append(d.shape[i]);
+      strides.append(d.strides[i]);
+    }
+    return nb::make_tuple(reinterpret_cast<uintptr_t>(d.data) + d.byte_offset, nb::tuple(shape),
+                          nb::tuple(strides), nb::make_tuple(d.dtype.code, d.dtype.bits, d.dtype.lanes),
+                          nb::make_tuple(static_cast<int>(d.device.device_type), d.device.device_id),
+                          view.exchange_api() != nullptr);
   });
   m.attr("abi_version") = nb::make_tuple(DK_ABI_MAJOR, DK_ABI_MINOR);
 }

@@ -86,6 +86,12 @@ const OpInfo* serving_op(const Runtime& runtime, const Decision& decision, std::
   return nullptr;
 }
 
+std::optional<Contract> kept_contract(const Runtime& runtime, const CallSignature& signature) {
+  const OpInfo* op = serving_op(runtime, runtime.explain(signature), signature.op);
+  if (op == nullptr) return std::nullopt;
+  return op->returns_alias_of == "x" ? Contract::in_place : Contract::fresh;
+}
+
 void require_contract(const Runtime& runtime, const CallSignature& signature, Contract required,
                       std::string_view api_name) {
   const Decision decision = runtime.explain(signature);
@@ -103,8 +109,9 @@ void require_contract(const Runtime& runtime, const CallSignature& signature, Co
                     "; the in-place op needs a backend that convolves x in place. Use the out-variant, which "
                     "every backend serves, or a backend that keeps the in-place contract");
   throw Error(ErrorCode::unsupported,
-              std::string(api_name) + ": " + backend + " serves " + signature.op + " by convolving x in place" +
-                  schema + "; a fresh output was demanded (inplace=False). Use the out-variant, which every "
+              std::string(api_name) + ": " + backend + " serves " + signature.op +
+                  " by convolving x in place" + schema +
+                  "; a fresh output was demanded (inplace=False). Use the out-variant, which every "
                   "backend serves, or a backend that writes a fresh output");
 }
 

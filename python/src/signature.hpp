@@ -22,6 +22,10 @@ const OpInfo* serving_op(const Runtime& runtime, const Decision& decision, std::
 // The two contracts of an op that returns a tensor (its schema's return: x itself, or new).
 enum class Contract { in_place, fresh };
 
+// The contract of the backend that would serve `signature`; nullopt when none would (the call
+// itself then reports why).
+std::optional<Contract> kept_contract(const Runtime& runtime, const CallSignature& signature);
+
 // Throws Error(unsupported) when the backend that would serve `signature` keeps the other
 // contract than `required`. `api_name` names the Python-facing op.
 void require_contract(const Runtime& runtime, const CallSignature& signature, Contract required,
