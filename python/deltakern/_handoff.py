@@ -18,6 +18,8 @@ from typing import Any
 torch_tensor_type: type | None = None
 torch_ops: Any = None  # the deltakern.torch_ops module, once registered
 to_dlpack: Any = None  # torch.utils.dlpack.to_dlpack, once registered
+# torch.compiler.is_compiling, once registered; None until then.
+is_compiling: Any = None
 
 
 def torch_module() -> Any | None:
@@ -35,6 +37,19 @@ def is_torch_tensor(obj: object) -> bool:
     if torch_tensor_type is None:
         register_torch_if_imported()
     return torch_tensor_type is not None and isinstance(obj, torch_tensor_type)
+
+
+def is_eager_torch(obj: object) -> bool:
+    """Whether a call given ``obj`` as x may take the eager fast path (the extension's *_eager
+    methods, one call, tensors imported through torch's DLPack C exchange API): a plain
+    torch.Tensor (a FakeTensor or another subclass is traced, so it goes to torch.library) while
+    torch is not compiling. is_compiling() comes first: under torch.compile it is a constant True
+    and nothing after it is traced."""
+    if torch_tensor_type is None:
+        register_torch_if_imported()
+        if torch_tensor_type is None:
+            return False
+    return not is_compiling() and type(obj) is torch_tensor_type
 
 
 def dlpack_source(obj: Any) -> Any:

@@ -1,5 +1,6 @@
 """The ops for any DLPack tensors: torch tensors go through the torch.library ops
-(deltakern.torch_ops), so torch sees their contracts; anything else (numpy arrays, any object
+(deltakern.torch_ops) while torch is compiling, so torch sees their contracts, and through one
+call of the extension otherwise (the eager fast path: same contracts, same results); anything else (numpy arrays, any object
 with ``__dlpack__``) goes to the extension directly. No argument is ever copied or made
 contiguous: a layout the core does not take is an InvalidArgumentError naming the argument.
 """
@@ -47,6 +48,13 @@ def causal_conv1d_varlen(
     copy. ``stream``: the CUDA stream (default: torch's current stream for torch tensors).
     ``validate`` (check index contents first, one sync) bypasses torch.library for torch tensors.
     """
+    if validate is None and stream is None and _handoff.is_eager_torch(x):
+        result = current_runtime().varlen_eager(
+            x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state, activation,
+            pad_slot_id, max_seq_len, _CONTRACTS[inplace],
+        )
+        if result is not None:
+            return result
     if validate is None and _handoff.is_torch_tensor(x):
         torch_ops = _handoff.torch_ops
         if stream is None:
@@ -75,6 +83,11 @@ def causal_conv1d_varlen_out(
     """causal_conv1d_varlen into the caller's ``out`` (x's shape, dtype, device and layout; its
     own strides within that layout; sharing memory with no argument): one contract on every
     backend, x untouched, nothing allocated. Out's tokens of a skipped sequence are unspecified."""
+    if validate is None and stream is None and _handoff.is_eager_torch(x) and current_runtime().varlen_out_eager(
+        x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state, out, activation,
+        pad_slot_id, max_seq_len,
+    ):
+        return
     if validate is None and stream is None and _handoff.is_torch_tensor(x):
         _handoff.torch_ops.torch.ops.deltakern.causal_conv1d_varlen_out(
             x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state, out,
@@ -98,6 +111,13 @@ def causal_conv1d_update(
 
     THE RETURNED TENSOR IS THE RESULT: ``x`` itself on an in-place backend, a fresh tensor
     otherwise; ``inplace``, ``validate`` and ``stream`` as for causal_conv1d_varlen."""
+    if validate is None and stream is None and _handoff.is_eager_torch(x):
+        result = current_runtime().update_eager(
+            x, conv_state, weight, bias, conv_state_indices, cache_seqlens, activation, pad_slot_id,
+            _CONTRACTS[inplace],
+        )
+        if result is not None:
+            return result
     if validate is None and _handoff.is_torch_tensor(x):
         torch_ops = _handoff.torch_ops
         if stream is None:
@@ -123,6 +143,10 @@ def causal_conv1d_update_out(
     validate: bool | None = None, stream: Any = None,
 ) -> None:
     """causal_conv1d_update into the caller's ``out`` (as causal_conv1d_varlen_out)."""
+    if validate is None and stream is None and _handoff.is_eager_torch(x) and current_runtime().update_out_eager(
+        x, conv_state, weight, bias, conv_state_indices, cache_seqlens, out, activation, pad_slot_id
+    ):
+        return
     if validate is None and stream is None and _handoff.is_torch_tensor(x):
         _handoff.torch_ops.torch.ops.deltakern.causal_conv1d_update_out(
             x, conv_state, weight, bias, conv_state_indices, cache_seqlens, out, activation, pad_slot_id

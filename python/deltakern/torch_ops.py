@@ -254,4 +254,5 @@ def causal_conv1d_update(
 
 _handoff.to_dlpack = torch.utils.dlpack.to_dlpack
 _handoff.torch_ops = sys.modules[__name__]
+_handoff.is_compiling = torch.compiler.is_compiling
 _handoff.torch_tensor_type = torch.Tensor
