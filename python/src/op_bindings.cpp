@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace nb = nanobind;
@@ -148,6 +149,52 @@ std::optional<Views> eager_views(nb::handle x, Handles... rest) {
   }
 }
 
+// Whether the backend serving `signature` keeps the in-place contract, remembered per runtime:
+// dispatch depends on the signature alone (docs/design.md: decisions per signature, limits per
+// call), and explain() costs as much as the rest of an eager call. A runtime's answers go when
+// its Python object does (a weak reference's callback), so another runtime later built at the
+// same address never sees them.
+bool keeps_in_place(const Runtime& rt, const CallSignature& signature) {
+  struct Answers {
+    nb::object weakref;
+    std::unordered_map<std::string, bool> by_signature;
+  };
+  static std::unordered_map<const Runtime*, Answers> cache;
+
+  std::string key = signature.op;
+  const auto append = [&key](const auto& value) {
+    key.append(reinterpret_cast<const char*>(&value), sizeof(value));
+  };
+  append(signature.device.device_type);
+  append(signature.device.device_id);
+  append(signature.dtype);
+  append(signature.weight_dtype);
+  append(signature.state_dtype);
+  append(signature.bias_dtype.has_value());
+  if (signature.bias_dtype) append(*signature.bias_dtype);
+  append(signature.width);
+  append(signature.layout);
+  append(signature.max_seq_len_given);
+  for (const auto& dim : signature.dims) append(dim.second);  // the names are the op's, in order
+
+  auto runtime = cache.find(&rt);
+  if (runtime == cache.end()) {
+    nb::handle self = nb::find(&rt);
+    if (!self.is_valid()) return kept_contract(rt, signature) == Contract::in_place;
+    const Runtime* address = &rt;
+    nb::object forget = nb::cpp_function([address](nb::handle) { cache.erase(address); });
+    PyObject* weakref = PyWeakref_NewRef(self.ptr(), forget.ptr());
+    if (weakref == nullptr) throw nb::python_error();
+    runtime = cache.emplace(&rt, Answers{nb::steal(weakref), {}}).first;
+  }
+  auto& answers = runtime->second.by_signature;
+  if (auto known = answers.find(key); known != answers.end()) return known->second;
+  const bool answer = kept_contract(rt, signature) == Contract::in_place;
+  if (answers.size() > 4096) answers.clear();  // shapes vary per call: keep it bounded
+  answers.emplace(std::move(key), answer);
+  return answer;
+}
+
 // out of an eager out-variant call, imported as the other arguments were.
 std::optional<TensorView> eager_out_view(nb::handle x, nb::handle out) {
   const dlpack_exchange::Api* api = dlpack_exchange::exchange_api_of(x);
@@ -169,8 +216,7 @@ nb::object run_eager(Runtime& rt, const Args& args, const TensorView& x, nb::han
                      const char* in_place_name, const char* out_name, int channel_dim,
                      Tensor (Runtime::*op)(const Args&),
                      void (Runtime::*op_out)(const Args&, const DLTensor&)) {
-  const bool in_place =
-      required ? *required == Contract::in_place : kept_contract(rt, signature) == Contract::in_place;
+  const bool in_place = required ? *required == Contract::in_place : keeps_in_place(rt, signature);
   if (in_place) {
     if (required) require_contract(rt, signature, Contract::in_place, in_place_name);
     Tensor result;

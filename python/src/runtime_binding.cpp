@@ -32,7 +32,8 @@ Layout layout_from_name(const std::string& name) {
 DLDeviceType device_type_from_name(const std::string& name) {
   if (name == "cpu") return kDLCPU;
   if (name == "cuda") return kDLCUDA;
-  throw Error(ErrorCode::invalid_argument, "explain: device: expected \"cpu\" or \"cuda\", got \"" + name + "\"");
+  throw Error(ErrorCode::invalid_argument,
+              "explain: device: expected \"cpu\" or \"cuda\", got \"" + name + "\"");
 }
 
 }  // namespace
@@ -40,11 +41,15 @@ DLDeviceType device_type_from_name(const std::string& name) {
 void bind_runtime(nb::module_& m) {
   nb::class_<Runtime> runtime(m, "Runtime",
                               "A deltakern runtime: its plugins, configuration and dispatch. Built from the "
-                              "environment and config as the C++ Runtime is.");
+                              "environment and config as the C++ Runtime is.",
+                              // The eager ops' contract cache (op_bindings.cpp) lives as long as
+                              // its runtime, told of its end by a weak reference.
+                              nb::is_weak_referenceable());
   runtime.def(
       "__init__",
       [](Runtime* self, std::optional<std::string> force_backend, std::vector<std::string> plugin_files,
-         std::vector<std::string> plugin_path, std::optional<std::string> config_file, bool read_environment) {
+         std::vector<std::string> plugin_path, std::optional<std::string> config_file,
+         bool read_environment) {
         RuntimeOptions o;
         o.read_environment = read_environment;
         o.force_backend = std::move(force_backend);
@@ -73,9 +78,10 @@ void bind_runtime(nb::module_& m) {
   });
   runtime.def(
       "explain",
-      [](const Runtime& rt, const std::string& op, const std::string& device, int device_id, const std::string& dtype,
-         std::optional<std::string> weight_dtype, std::optional<std::string> state_dtype,
-         std::optional<std::string> bias_dtype, int width, const std::string& layout, bool max_seq_len_given,
+      [](const Runtime& rt, const std::string& op, const std::string& device, int device_id,
+         const std::string& dtype, std::optional<std::string> weight_dtype,
+         std::optional<std::string> state_dtype, std::optional<std::string> bias_dtype, int width,
+         const std::string& layout, bool max_seq_len_given,
          std::vector<std::pair<std::string, int64_t>> dims) {
         CallSignature s;
         s.op = op;
