@@ -137,4 +137,11 @@ Failure copy_to_device_async(void* device_dst, const void* host_src, size_t byte
 
 Failure synchronize(void* stream) noexcept { return failure_of(cudaStreamSynchronize(as_stream(stream))); }
 
+Failure is_capturing(void* stream, bool& capturing) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const Failure f = failure_of(cudaStreamIsCapturing(as_stream(stream), &status));
+  capturing = status != cudaStreamCaptureStatusNone;
+  return f;
+}
+
 }  // namespace deltakern::detail::cuda

@@ -23,5 +23,8 @@ Failure free_async(int device, void* ptr, void* stream) noexcept;
 Failure copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, void* stream) noexcept;
 Failure copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, void* stream) noexcept;
 Failure synchronize(void* stream) noexcept;
+// Whether work on `stream` is being captured into a CUDA graph (cudaStreamIsCapturing: legal
+// during any capture, and no sync).
+Failure is_capturing(void* stream, bool& capturing) noexcept;
 
 }  // namespace deltakern::detail::cuda

@@ -22,5 +22,9 @@ Failure free_async(int, void*, void*) noexcept { return kNoCuda; }
 Failure copy_to_host_async(void*, const void*, size_t, void*) noexcept { return kNoCuda; }
 Failure copy_to_device_async(void*, const void*, size_t, void*) noexcept { return kNoCuda; }
 Failure synchronize(void*) noexcept { return kNoCuda; }
+Failure is_capturing(void*, bool& capturing) noexcept {
+  capturing = false;
+  return kNoCuda;
+}
 
 }  // namespace deltakern::detail::cuda

@@ -292,6 +292,15 @@ void read_to_host(std::span<const HostRead> reads, void* stream) {
     if (!is_cuda_memory(type))
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("read_to_host: cannot read {} memory", device_type_name(type)));
+    if (!waits_on_device) {
+      bool capturing = false;
+      if (cuda::Failure f = cuda::is_capturing(stream, capturing))
+        throw Error(ErrorCode::runtime, fmt::format("read_to_host: stream capture status: {}", f));
+      if (capturing)
+        throw Error(ErrorCode::invalid_argument,
+                    "read_to_host: the stream is capturing a CUDA graph, where no device-to-host read can "
+                    "happen (give the host metadata, e.g. max_seq_len, to a call made during capture)");
+    }
     waits_on_device = true;
     const ByteRange range = byte_range(src);
     cuda::Failure f = nullptr;
