@@ -82,7 +82,7 @@ pack() {
     nb=$(python3 -c "import nanobind, os; print(os.path.dirname(nanobind.__file__))") || die "no nanobind here"
     echo "== the Python extension for $PY_INCLUDE"
     mkdir -p "$carry/python/deltakern"
-    g++ -O2 -std=c++20 -fPIC -shared -fvisibility=hidden -DNDEBUG -I"$PY_INCLUDE" -I"$nb/include" \
+    g++ -O2 -std=c++20 -fPIC -shared -fvisibility=hidden -DNDEBUG -I"$PY_INCLUDE" -I"$(dirname "$PY_INCLUDE")" -I"$nb/include" \
       -I"$nb/ext/robin_map/include" -I"$repo/core/include" "$repo"/python/src/*.cpp "$nb/src/nb_combined.cpp" \
       -L"$build/lib" -ldeltakern -Wl,-rpath,'$ORIGIN/lib' \
       -o "$carry/python/deltakern/_core${PY_EXT_SUFFIX:-.cpython-312-x86_64-linux-gnu.so}" || die "extension build failed"

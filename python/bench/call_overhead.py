@@ -109,10 +109,10 @@ def main_cuda() -> None:
     for backend in cuda_backends():
         with deltakern.use_backend(backend):
             rt = _runtime.current_runtime()
-            stream = torch.cuda.current_stream().cuda_stream
             rows = [
                 ("extension, update_out (the binding alone)",
-                 lambda: rt.update_out(x, state, weight, bias, indices, None, out, "silu", -1, None, stream)),
+                 lambda: rt.update_out(x, state, weight, bias, indices, None, out, "silu", -1, None,
+                                       torch.cuda.current_stream().cuda_stream)),
                 ("torch.ops.deltakern.causal_conv1d_update_out",
                  lambda: op(x, state, weight, bias, indices, None, out, "silu")),
                 ("deltakern.causal_conv1d_update_out(out=)",

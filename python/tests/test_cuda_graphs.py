@@ -43,8 +43,8 @@ def test_varlen_captures_and_replays_with_new_inputs(backend):
         torch.cuda.synchronize()
         expected = deltakern.causal_conv1d_varlen(fresh.x, *case.args()[1:3], fresh.conv_states, *case.args()[4:],
                                                   activation="silu", max_seq_len=case.max_seq_len)
-        assert torch.equal(out, expected)
-        assert torch.equal(states.nan_to_num(), fresh.conv_states.nan_to_num())
+        torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(states, fresh.conv_states, rtol=0, atol=0, equal_nan=True)
 
 
 def test_capture_without_max_seq_len_on_portable_is_an_error():
@@ -90,5 +90,5 @@ def test_update_captures_and_replays_with_new_inputs(backend):
         torch.cuda.synchronize()
         expected = deltakern.causal_conv1d_update(fresh.x, fresh.conv_state, case.weight, case.bias,
                                                   case.conv_state_indices, None, activation="silu")
-        assert torch.equal(out, expected)
-        assert torch.equal(state.nan_to_num(), fresh.conv_state.nan_to_num())
+        torch.testing.assert_close(out, expected, rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(state, fresh.conv_state, rtol=0, atol=0, equal_nan=True)
