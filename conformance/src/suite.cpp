@@ -183,9 +183,9 @@ Summary run(const RuntimeOptions& base, const std::vector<Target>& targets,
     for (const auto& c : list)
       if (!record(run_case(*runtime, target, c))) return summary;
     if (options.sweeps() && case_names.empty()) {
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(options.budget_seconds));
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                 std::chrono::duration<double>(options.budget_seconds));
       for (uint64_t k = 0; options.sweep_runs(k, deadline); ++k)
         if (!record(run_case(*runtime, target, sweep_case(*runtime, target, options, k)))) return summary;
     }

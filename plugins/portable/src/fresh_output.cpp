@@ -25,9 +25,10 @@ int64_t launch_max_seq_len(const dk_host& host, const plugin::VarlenArgs& args) 
   std::vector<int32_t> starts(static_cast<size_t>(entries));
   const int32_t status = host.read_to_host(host.ctx, starts.data(), args.query_start_loc, args.stream);
   if (status == DK_ERR_INVALID_ARGUMENT)  // dk_host.read_to_host: the stream is capturing a graph
-    throw plugin::Failure(DK_ERR_INVALID_ARGUMENT,
-                          "causal_conv1d_varlen: max_seq_len: required while the stream captures a CUDA graph "
-                          "(portable derives it by reading query_start_loc, which cannot happen in a capture)");
+    throw plugin::Failure(
+        DK_ERR_INVALID_ARGUMENT,
+        "causal_conv1d_varlen: max_seq_len: required while the stream captures a CUDA graph "
+        "(portable derives it by reading query_start_loc, which cannot happen in a capture)");
   if (status != DK_OK)
     throw plugin::Failure(
         static_cast<dk_status>(status),

@@ -78,7 +78,9 @@ typedef struct dk_host {
   void (*release)(void* ctx, DLDevice device, void* ptr, void* stream);
   /* The only way a plugin may read device memory on the host: copies the whole of src
    * (compact or strided) into dst as a compact array and waits for it. Counted in
-   * deltakern::host_syncs() of the calling thread. */
+   * deltakern::host_syncs() of the calling thread. DK_ERR_INVALID_ARGUMENT, with no read
+   * attempted, when device memory is to be read on a stream that is capturing a CUDA graph
+   * (a copy and a sync there would invalidate the engine's capture). */
   int32_t (*read_to_host)(void* ctx, void* dst, const DLTensor* src, void* stream);
   uint64_t added_in_1_2; /* 1.2: a field a 1.1 reader must not need */
 } dk_host;
