@@ -36,12 +36,15 @@ class GdnConvBlock(torch.nn.Module):
 def test_gdn_conv_block_compiles_with_no_graph_break(deltakern_backend):
     torch.manual_seed(0)
     dim, hidden = 24, 32
-    block = GdnConvBlock(hidden, dim, 4).eval()
     case = varlen_case(dim=dim)
-    h = torch.randn(sum(case.lengths), hidden)
+    compiles_like_eager(GdnConvBlock(hidden, dim, 4).eval(), torch.randn(sum(case.lengths), hidden), case)
+
+
+def compiles_like_eager(block, h, case):
+    """The block under torch.compile(fullgraph=True): no graph break, and the conv's output and the
+    state update bit for bit as in eager."""
     states_eager = case.conv_states.clone()
     args = (case.query_start_loc, case.cache_indices, case.has_initial_state, case.max_seq_len)
-
     with torch.no_grad():
         explanation = torch._dynamo.explain(block)(h, case.conv_states.clone(), *args)
         assert explanation.graph_break_count == 0, explanation.break_reasons

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 import deltakern  # noqa: E402
 import deltakern.torch_ops  # noqa: E402,F401  (registers torch.ops.deltakern)
 from cases import f64, host, same_bits, update_case, varlen_case  # noqa: E402
-from test_compile import GdnConvBlock  # noqa: E402
-from test_numerics import assert_within_bound, check_varlen  # noqa: E402
+from test_compile import GdnConvBlock, compiles_like_eager  # noqa: E402
+from test_review_thread import declares_derivation  # noqa: E402
+from test_numerics import check_update, check_varlen  # noqa: E402
 from test_torch_library import _keeps_in_place, update_out_args, varlen_out_args  # noqa: E402
 
 OPS = torch.ops.deltakern
@@ -28,15 +29,6 @@ def on_cuda(case):
         if isinstance(value, torch.Tensor):
             setattr(case, name, value.cuda())
     return case
-
-
-def _declares_derivation(backend: str) -> bool:
-    for plugin in deltakern.list_backends():
-        if plugin["name"] == backend:
-            for op in plugin["ops"]:
-                if op["name"] == "causal_conv1d_varlen_out":
-                    return any(d["derives_max_seq_len"] for d in op["devices"] if d["device"] == "cuda")
-    raise AssertionError(f"{backend} serves no causal_conv1d_varlen_out")
 
 
 def _run_varlen(backend, case, dtype, width):
@@ -84,16 +76,7 @@ def test_update_at_batch_1024(deltakern_cuda_backend):
 
 
 def _run_update(backend, case, dtype, width):
-    ref, ref_state, pre, mag = case.reference()
-    x_before = case.x.clone()
-    result = deltakern.causal_conv1d_update(*case.args(), activation=case.activation)
-    assert (result is case.x) == _keeps_in_place(backend, "causal_conv1d_update")
-    if result is not case.x:
-        assert same_bits(case.x, x_before)
-    live = np.ones(ref.shape, bool)
-    live[f64(case.conv_state_indices).astype(int) == case.pad_slot_id] = False
-    assert_within_bound(result, ref, pre, mag, dtype, width, case.activation, live)
-    assert np.array_equal(f64(case.conv_state), ref_state, equal_nan=True), "conv_state differs from the reference"
+    check_update(case, dtype, width, in_place=_keeps_in_place(backend, "causal_conv1d_update"))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -128,7 +111,7 @@ def test_derived_path_reads_as_the_backend_declares(deltakern_cuda_backend):
     case = on_cuda(varlen_case(dtype="bfloat16"))
     before = deltakern.host_syncs()
     result = deltakern.causal_conv1d_varlen(*case.args(), activation=case.activation)
-    assert deltakern.host_syncs() - before == (1 if _declares_derivation(deltakern_cuda_backend) else 0)
+    assert deltakern.host_syncs() - before == (1 if declares_derivation(deltakern_cuda_backend, "cuda") else 0)
     assert np.isfinite(host(result)).all()
 
 
@@ -169,17 +152,6 @@ def test_the_call_runs_on_the_callers_stream(deltakern_cuda_backend):
 def test_gdn_conv_block_compiles_with_no_graph_break(deltakern_cuda_backend):
     torch.manual_seed(0)
     dim, hidden = 64, 48
-    block = GdnConvBlock(hidden, dim, 4).eval().cuda()
     case = on_cuda(varlen_case(dim=dim))
-    h = torch.randn(sum(case.lengths), hidden, device="cuda")
-    states_eager = case.conv_states.clone()
-    args = (case.query_start_loc, case.cache_indices, case.has_initial_state, case.max_seq_len)
-    with torch.no_grad():
-        explanation = torch._dynamo.explain(block)(h, case.conv_states.clone(), *args)
-        assert explanation.graph_break_count == 0, explanation.break_reasons
-        torch._dynamo.reset()
-        out_c, y_c = torch.compile(block, fullgraph=True)(h, case.conv_states, *args)
-        out_e, y_e = block(h, states_eager, *args)
-    assert torch.equal(y_c, y_e), "the compiled conv differs from eager"
-    assert torch.equal(case.conv_states.nan_to_num(), states_eager.nan_to_num()), "state updates differ"
-    torch.testing.assert_close(out_c, out_e)
+    compiles_like_eager(GdnConvBlock(hidden, dim, 4).eval().cuda(),
+                        torch.randn(sum(case.lengths), hidden, device="cuda"), case)

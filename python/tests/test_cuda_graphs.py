@@ -20,6 +20,22 @@ def _cuda_case(seed: int):
     return case
 
 
+def capture(call, x, states):
+    """call(x, states) warmed up on a side stream (on copies), then captured into a CUDA graph
+    with the host syncs counted; returns the graph and the call's result."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call(x.clone(), states.clone())
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    before = deltakern.host_syncs()
+    with torch.cuda.graph(graph):
+        out = call(x, states)
+    assert deltakern.host_syncs() == before
+    return graph, out
+
+
 @pytest.mark.parametrize("backend", ["portable", "native"])
 def test_varlen_captures_and_replays_with_new_inputs(backend):
     if backend not in [p["name"] for p in deltakern.list_backends() if p["state"] == "loaded"]:
@@ -27,16 +43,10 @@ def test_varlen_captures_and_replays_with_new_inputs(backend):
     with deltakern.use_backend(backend):
         case, fresh = _cuda_case(0), _cuda_case(1)
         x, states = case.x.clone(), case.conv_states.clone()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # warm-up outside capture
-            deltakern.causal_conv1d_varlen(x.clone(), *case.args()[1:3], states.clone(), *case.args()[4:],
-                                           activation="silu", max_seq_len=case.max_seq_len)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = deltakern.causal_conv1d_varlen(x, *case.args()[1:3], states, *case.args()[4:],
-                                                 activation="silu", max_seq_len=case.max_seq_len)
+        graph, out = capture(
+            lambda x_, s_: deltakern.causal_conv1d_varlen(x_, *case.args()[1:3], s_, *case.args()[4:],
+                                                         activation="silu", max_seq_len=case.max_seq_len),
+            x, states)
         x.copy_(fresh.x)
         states.copy_(fresh.conv_states)
         graph.replay()
@@ -72,18 +82,10 @@ def test_update_captures_and_replays_with_new_inputs(backend):
     with deltakern.use_backend(backend):
         case, fresh = cuda_update(0), cuda_update(1)
         x, state = case.x.clone(), case.conv_state.clone()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # warm-up outside capture
-            deltakern.causal_conv1d_update(x.clone(), state.clone(), case.weight, case.bias,
-                                           case.conv_state_indices, None, activation="silu")
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        before = deltakern.host_syncs()
-        with torch.cuda.graph(graph):
-            out = deltakern.causal_conv1d_update(x, state, case.weight, case.bias, case.conv_state_indices, None,
-                                                 activation="silu")
-        assert deltakern.host_syncs() == before
+        graph, out = capture(
+            lambda x_, s_: deltakern.causal_conv1d_update(x_, s_, case.weight, case.bias, case.conv_state_indices,
+                                                         None, activation="silu"),
+            x, state)
         x.copy_(fresh.x)
         state.copy_(fresh.conv_state)
         graph.replay()

@@ -36,12 +36,12 @@ def test_host_metadata_path_reads_nothing_from_the_device(deltakern_backend, lib
     assert deltakern.host_syncs() - before == 0
 
 
-def _declares_derivation(backend: str) -> bool:
+def declares_derivation(backend: str, device: str = "cpu") -> bool:
     for plugin in deltakern.list_backends():
         if plugin["name"] == backend:
             for op in plugin["ops"]:
                 if op["name"] == "causal_conv1d_varlen_out":
-                    return any(d["derives_max_seq_len"] for d in op["devices"] if d["device"] == "cpu")
+                    return any(d["derives_max_seq_len"] for d in op["devices"] if d["device"] == device)
     raise AssertionError(f"{backend} serves no causal_conv1d_varlen_out")
 
 
@@ -52,7 +52,7 @@ def test_derived_path_reads_once_where_the_backend_needs_it(lib, backend, expect
         pytest.skip(f"{backend} is not loaded (see conftest.py)")
     with deltakern.use_backend(backend):
         # The declaration says the same as the behaviour below: the read is portable's alone.
-        assert _declares_derivation(backend) == (expected_reads == 1)
+        assert declares_derivation(backend) == (expected_reads == 1)
         case = varlen_case(lib=lib)
         before = deltakern.host_syncs()
         result = deltakern.causal_conv1d_varlen(*case.args(), activation=case.activation)
