@@ -31,11 +31,11 @@ _ACT_AND_PAD = 'str activation="none", int pad_slot_id=-1'
 VARLEN_OUT_SCHEMA = (
     "(Tensor x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, Tensor query_start_loc, "
     f"Tensor? cache_indices, Tensor? has_initial_state, Tensor(c!) out, {_ACT_AND_PAD}, "
-    "int? max_seq_len=None) -> ()"
+    "SymInt? max_seq_len=None) -> ()"
 )
 VARLEN_INPLACE_SCHEMA = (
     "(Tensor(a!) x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, Tensor query_start_loc, "
-    f"Tensor? cache_indices, Tensor? has_initial_state, {_ACT_AND_PAD}, int? max_seq_len=None) -> ()"
+    f"Tensor? cache_indices, Tensor? has_initial_state, {_ACT_AND_PAD}, SymInt? max_seq_len=None) -> ()"
 )
 UPDATE_OUT_SCHEMA = (
     "(Tensor x, Tensor(b!) conv_state, Tensor weight, Tensor? bias, Tensor? conv_state_indices, "
@@ -159,6 +159,13 @@ def _keeps_in_place(
 _contract_cache: dict[tuple[Any, ...], bool] = {}
 
 
+def _static_dims(dims: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, int], ...]:
+    """The sizes the decision routes by, or none under torch.compile, where they may be symbolic
+    (dynamic=True) and cannot be constants of the graph: the contract is then the one the
+    backend's declarations give without size limits."""
+    return () if torch.compiler.is_compiling() else dims
+
+
 def _device(t: Tensor) -> tuple[str, int]:
     return t.device.type, 0 if t.device.index is None else t.device.index
 
@@ -176,7 +183,7 @@ def _varlen_keeps_in_place(x: Tensor, weight: Tensor, bias: Tensor | None, conv_
     return _keeps_in_place(
         _runtime.generation, _runtime._forced_backend, "causal_conv1d_varlen", device, device_id,
         _dtype_name(x.dtype), _dtype_name(weight.dtype), _dtype_name(conv_states.dtype),
-        None if bias is None else _dtype_name(bias.dtype), weight.shape[1], layout, max_seq_len is not None, dims,
+        None if bias is None else _dtype_name(bias.dtype), weight.shape[1], layout, max_seq_len is not None, _static_dims(dims),
     )
 
 
@@ -190,7 +197,7 @@ def _update_keeps_in_place(x: Tensor, conv_state: Tensor, weight: Tensor, bias: 
     return _keeps_in_place(
         _runtime.generation, _runtime._forced_backend, "causal_conv1d_update", device, device_id,
         _dtype_name(x.dtype), _dtype_name(weight.dtype), _dtype_name(conv_state.dtype),
-        None if bias is None else _dtype_name(bias.dtype), weight.shape[1], layout, True, dims,
+        None if bias is None else _dtype_name(bias.dtype), weight.shape[1], layout, True, _static_dims(dims),
     )
 
 

@@ -9,6 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch._dynamo.testing  # noqa: E402
+
 import deltakern  # noqa: E402
 import deltakern.torch_ops  # noqa: E402,F401
 from cases import varlen_case  # noqa: E402
@@ -56,3 +58,25 @@ def compiles_like_eager(block, h, case):
     assert torch.equal(y_c, y_e), "the compiled conv differs from eager"
     assert torch.equal(case.conv_states.nan_to_num(), states_eager.nan_to_num()), "state updates differ"
     torch.testing.assert_close(out_c, out_e)
+
+
+def test_gdn_conv_block_compiles_once_for_dynamic_shapes(deltakern_backend):
+    """torch.compile(dynamic=True): calls with other token counts and batch sizes reuse the one
+    graph (the ops' fakes need no concrete sizes) and still match eager bit for bit."""
+    torch.manual_seed(0)
+    dim, hidden = 24, 32
+    block = GdnConvBlock(hidden, dim, 4).eval()
+    torch._dynamo.reset()
+    counter = torch._dynamo.testing.CompileCounter()
+    compiled = torch.compile(block, backend=counter, dynamic=True, fullgraph=True)
+    for seed, lengths in enumerate([(5, 1, 17, 3, 9), (30, 2, 11), (7, 7, 7, 7, 7, 7, 7)]):
+        case = varlen_case(dim=dim, lengths=lengths, seed=seed)
+        h = torch.randn(sum(case.lengths), hidden)
+        states_eager = case.conv_states.clone()
+        args = (case.query_start_loc, case.cache_indices, case.has_initial_state, case.max_seq_len)
+        with torch.no_grad():
+            _, y_c = compiled(h, case.conv_states, *args)
+            _, y_e = block(h, states_eager, *args)
+        assert torch.equal(y_c, y_e), f"lengths {lengths}: the compiled conv differs from eager"
+        assert torch.equal(case.conv_states.nan_to_num(), states_eager.nan_to_num())
+    assert counter.frame_count == 1, f"{counter.frame_count} compilations for 3 shapes"
