@@ -160,6 +160,23 @@ step() {
   step_secs+=("$secs")
 }
 
+# The steps' table (on screen and in $OUT/summary.txt); returns the number of failed steps.
+summary() {
+  echo
+  echo "== summary (log: $OUT/gpu-check.log)"
+  local i failed=0
+  {
+    printf '%-52s %-22s %6s\n' "step" "status" "secs"
+    for i in "${!step_names[@]}"; do
+      printf '%-52s %-22s %6s\n' "${step_names[$i]}" "${step_status[$i]}" "${step_secs[$i]}"
+    done
+  } | tee "$OUT/summary.txt"
+  for i in "${!step_status[@]}"; do
+    case "${step_status[$i]}" in ok | skipped*) ;; *) failed=$((failed + 1)) ;; esac
+  done
+  return $failed
+}
+
 # Optional steps run only while the whole check stays well inside ten minutes.
 start_time=$(date +%s)
 budget_left() { echo $((${GPU_CHECK_BUDGET_S:-540} - ($(date +%s) - start_time))); }
@@ -270,18 +287,8 @@ run() {
     step "native kernel bench (C ABI)" $(($(budget_left) - 10)) "$bin/native_kernel_bench" "$native"
   fi
 
-  echo
-  echo "== summary (log: $OUT/gpu-check.log)"
-  local i failed=0
-  {
-    printf '%-52s %-22s %6s\n' "step" "status" "secs"
-    for i in "${!step_names[@]}"; do
-      printf '%-52s %-22s %6s\n' "${step_names[$i]}" "${step_status[$i]}" "${step_secs[$i]}"
-    done
-  } | tee "$OUT/summary.txt"
-  for i in "${!step_status[@]}"; do
-    case "${step_status[$i]}" in ok | skipped*) ;; *) failed=$((failed + 1)) ;; esac
-  done
+  summary
+  local failed=$?
   if [ -f "$OUT/bench_gpu.md" ]; then
     echo
     echo "== bench_gpu (native rows; full table: $OUT/bench_gpu.md)"
@@ -350,13 +357,8 @@ pprint.pprint([(p["name"], p["state"], [(d["device"], d["available"]) for d in p
   step "pytest (CUDA and CPU halves)" 420 python3 -m pytest "$repo/python/tests" -q -p no:cacheprovider -rs \
     --junitxml "$OUT/pytest.xml"
   step "call overhead (CUDA, eager and graph replay)" 180 python3 "$repo/python/bench/call_overhead.py" --device cuda
-  echo
-  local i failed=0
-  for i in "${!step_names[@]}"; do
-    printf '%-52s %-22s %6s\n' "${step_names[$i]}" "${step_status[$i]}" "${step_secs[$i]}"
-    case "${step_status[$i]}" in ok | skipped*) ;; *) failed=$((failed + 1)) ;; esac
-  done
-  return $((failed > 0))
+  summary
+  return $(($? > 0))
 }
 
 case "${1:-}" in

@@ -1,7 +1,7 @@
 """The ops for any DLPack tensors: torch tensors go through the torch.library ops
 (deltakern.torch_ops) while torch is compiling, so torch sees their contracts, and through one
-call of the extension otherwise (the eager fast path: same contracts, same results); anything else (numpy arrays, any object
-with ``__dlpack__``) goes to the extension directly. No argument is ever copied or made
+call of the extension otherwise (the eager fast path: same contracts, same results); anything
+else (numpy arrays, any object with ``__dlpack__``) goes to the extension directly. No argument is ever copied or made
 contiguous: a layout the core does not take is an InvalidArgumentError naming the argument.
 """
 

@@ -195,11 +195,10 @@ bool keeps_in_place(const Runtime& rt, const CallSignature& signature) {
   return answer;
 }
 
-// out of an eager out-variant call, imported as the other arguments were.
-std::optional<TensorView> eager_out_view(nb::handle x, nb::handle out) {
-  const dlpack_exchange::Api* api = dlpack_exchange::exchange_api_of(x);
+// out of an eager out-variant call, imported as the other arguments were (through x's table).
+std::optional<TensorView> eager_out_view(const TensorView& x_view, nb::handle x, nb::handle out) {
   try {
-    return EagerImport{api, Py_TYPE(x.ptr())}(out, "out");
+    return EagerImport{x_view.exchange_api(), Py_TYPE(x.ptr())}(out, "out");
   } catch (const NotEager&) {
     return std::nullopt;
   }
@@ -395,7 +394,7 @@ void bind_ops(nb::class_<Runtime>& runtime) {
         auto v = eager_views<VarlenViews>(x, weight, bias, conv_states, query_start_loc, cache_indices,
                                           has_initial_state);
         std::optional<TensorView> out_view;
-        if (v) out_view = eager_out_view(x, out);
+        if (v) out_view = eager_out_view(v->x, x, out);
         if (!out_view) return false;
         const CausalConv1dVarlenArgs args =
             v->args(activation, pad_slot_id, max_seq_len, std::nullopt, std::nullopt);
@@ -413,7 +412,7 @@ void bind_ops(nb::class_<Runtime>& runtime) {
          const std::string& activation, int64_t pad_slot_id) {
         auto v = eager_views<UpdateViews>(x, conv_state, weight, bias, conv_state_indices, cache_seqlens);
         std::optional<TensorView> out_view;
-        if (v) out_view = eager_out_view(x, out);
+        if (v) out_view = eager_out_view(v->x, x, out);
         if (!out_view) return false;
         const CausalConv1dUpdateArgs args = v->args(activation, pad_slot_id, std::nullopt, std::nullopt);
         nb::gil_scoped_release release;

@@ -47,6 +47,14 @@ def _int32(values: list[int], lib: str) -> Any:
     return torch.from_numpy(a) if lib == "torch" else a
 
 
+def on_cuda(case: Any) -> Any:
+    """The case with every torch tensor of it moved to the current CUDA device."""
+    for name, value in vars(case).items():
+        if isinstance(value, torch.Tensor):
+            setattr(case, name, value.cuda())
+    return case
+
+
 def clone(a: Any) -> Any:
     if a is None:
         return None

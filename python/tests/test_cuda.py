@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 import deltakern  # noqa: E402
 import deltakern.torch_ops  # noqa: E402,F401  (registers torch.ops.deltakern)
-from cases import f64, host, same_bits, update_case, varlen_case  # noqa: E402
+from cases import f64, host, on_cuda, same_bits, update_case, varlen_case  # noqa: E402
 from test_compile import GdnConvBlock, compiles_like_eager  # noqa: E402
 from test_review_thread import declares_derivation  # noqa: E402
 from test_numerics import check_update, check_varlen  # noqa: E402
@@ -22,13 +22,6 @@ from test_torch_library import _keeps_in_place, update_out_args, varlen_out_args
 
 OPS = torch.ops.deltakern
 DTYPES = ["float32", "float16", "bfloat16"]
-
-
-def on_cuda(case):
-    for name, value in vars(case).items():
-        if isinstance(value, torch.Tensor):
-            setattr(case, name, value.cuda())
-    return case
 
 
 def _run_varlen(backend, case, dtype, width):

@@ -10,14 +10,11 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 import deltakern  # noqa: E402
-from cases import varlen_case  # noqa: E402
+from cases import on_cuda, update_case, varlen_case  # noqa: E402
 
 
 def _cuda_case(seed: int):
-    case = varlen_case(dtype="bfloat16", seed=seed)
-    for name in ("x", "weight", "bias", "conv_states", "query_start_loc", "cache_indices", "has_initial_state"):
-        setattr(case, name, getattr(case, name).cuda())
-    return case
+    return on_cuda(varlen_case(dtype="bfloat16", seed=seed))
 
 
 def capture(call, x, states):
@@ -68,16 +65,11 @@ def test_capture_without_max_seq_len_on_portable_is_an_error():
 
 @pytest.mark.parametrize("backend", ["portable", "native"])
 def test_update_captures_and_replays_with_new_inputs(backend):
-    from cases import update_case
-
     if backend not in [p["name"] for p in deltakern.list_backends() if p["state"] == "loaded"]:
         pytest.skip(f"{backend} is not installed")
 
     def cuda_update(seed):
-        case = update_case(dtype="bfloat16", tokens=1, batch=64, dim=256, seed=seed)
-        for name in ("x", "conv_state", "weight", "bias", "conv_state_indices"):
-            setattr(case, name, getattr(case, name).cuda())
-        return case
+        return on_cuda(update_case(dtype="bfloat16", tokens=1, batch=64, dim=256, seed=seed))
 
     with deltakern.use_backend(backend):
         case, fresh = cuda_update(0), cuda_update(1)
