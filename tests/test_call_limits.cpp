@@ -189,6 +189,20 @@ BOOST_AUTO_TEST_CASE(every_call_from_eight_threads_goes_where_its_own_sizes_send
   BOOST_TEST(fallbacks(rt) == expected);
 }
 
+// A core built without CUDA can neither allocate for a CUDA backend nor read its metadata: the
+// backend's CUDA device is unavailable with the core's reason, whatever its own probe would say.
+BOOST_AUTO_TEST_CASE(a_cuda_device_is_unavailable_with_the_cores_reason_in_a_core_without_cuda) {
+  const TempDir dir;
+  Runtime rt(with_order(dir, "cuda_only"));
+  const PluginInfo* p = rt.plugin("cuda_only");
+  BOOST_REQUIRE(p != nullptr);
+  BOOST_REQUIRE(p->devices.size() == 1u);
+  BOOST_TEST(p->devices[0].type == kDLCUDA);
+  BOOST_TEST(!p->devices[0].available);
+  const std::string expected = DK_TEST_CORE_HAS_CUDA ? "a test plugin that never runs" : "built without CUDA";
+  BOOST_TEST(p->devices[0].reason.find(expected) != std::string::npos, p->devices[0].reason);
+}
+
 BOOST_AUTO_TEST_CASE(a_backend_that_does_not_declare_the_device_is_never_a_fallback) {
   const TempDir dir;
   for (const bool strict : {false, true}) {

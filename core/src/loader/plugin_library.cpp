@@ -2,6 +2,7 @@
 
 #include "loader/plugin_exception.hpp"
 #include "loader/rejection.hpp"
+#include "services/cuda_services.hpp"
 #include "services/dlpack_util.hpp"
 #include "services/log.hpp"
 #include "status.hpp"
@@ -99,7 +100,11 @@ void PluginLibrary::start(PluginInfo& info, const PhaseListener& on_phase, const
                                     [&](const auto& d) { return d.type == device.type; });
       if (seen) continue;
       PluginInfo::DeviceStatus device_status{device.type, true, {}};
-      if (descriptor_.probe != nullptr) {
+      // The core's services (allocation, metadata reads) exist for the host and CUDA only.
+      const cuda::Failure no_cuda = device.type == kDLCPU ? nullptr : cuda::built_with_cuda();
+      if (no_cuda != nullptr) {
+        device_status = {device.type, false, no_cuda};
+      } else if (descriptor_.probe != nullptr) {
         char why[kWhySize] = {};
         int32_t result = DK_ERR_INTERNAL;
         try {

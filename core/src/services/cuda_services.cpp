@@ -90,6 +90,8 @@ cudaMemPool_t output_pool(int device) noexcept {
 
 }  // namespace
 
+Failure built_with_cuda() noexcept { return nullptr; }
+
 Failure device_count(int& count) noexcept {
   count = 0;
   return failure_of(cudaGetDeviceCount(&count));

@@ -12,6 +12,9 @@ namespace deltakern::detail::cuda {
 
 using Failure = const char*;
 
+// nullptr in a core built with CUDA; else why a plugin's CUDA device cannot be served here (its
+// kernels would run, but the core could neither allocate for them nor read their metadata).
+Failure built_with_cuda() noexcept;
 // Devices visible here; a machine with no driver fails with the runtime's reason.
 Failure device_count(int& count) noexcept;
 // major * 10 + minor, cached per device.

@@ -6,6 +6,11 @@ namespace {
 constexpr Failure kNoCuda = "deltakern was built without CUDA";
 }
 
+Failure built_with_cuda() noexcept {
+  return "this deltakern core was built without CUDA (DELTAKERN_WITH_CUDA=OFF; the Python wheel: "
+         "pip install with -C cmake.define.DELTAKERN_WITH_CUDA=ON)";
+}
+
 Failure device_count(int& count) noexcept {
   count = 0;
   return kNoCuda;
