@@ -18,7 +18,8 @@
 #                               and a failing step does not stop the others.
 #   scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half (python_half()):
 #                               pytest with torch on CUDA, the per-call cost. Pack for it with
-#                               CUDA_RUNTIME=Shared and PY_INCLUDE (that machine's Python headers).
+#                               CUDA_RUNTIME=Shared and PY_INCLUDE (that machine's Python headers),
+#                               and ACCEL_WHEEL (a deltakern-accel wheel) to serve native from it.
 #
 # Environment: NVCC (pack; default /usr/local/cuda/bin/nvcc), CUDA_ARCHS (pack; default 90-real,
 # enough for the H200), CUDA_RUNTIME (pack; Static or Shared, default Static), JOBS (pack;
@@ -91,6 +92,11 @@ pack() {
   # Shared libraries the GPU machine lacks (Debian's spdlog, fmt, toml++, Boost.Test, benchmark).
   # The C runtime, libstdc++ and the driver stay the GPU machine's own.
   local elf
+  # The deltakern-accel wheel (ACCEL_WHEEL, from `pip wheel ./python/accel`): python_half
+  # installs it the way pip does and native is served from it.
+  if [ -n "${ACCEL_WHEEL:-}" ]; then
+    mkdir -p "$carry/wheels" && cp "$ACCEL_WHEEL" "$carry/wheels/" || die "no wheel at $ACCEL_WHEEL"
+  fi
   find "$carry/bin" "$carry/lib" "$carry/tests" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
     while IFS= read -r -d '' elf; do
       file -b "$elf" 2>/dev/null | grep -q ELF || continue
@@ -347,13 +353,22 @@ python_half() {
   mkdir -p "$ext/site/deltakern"
   cp "$repo"/python/deltakern/*.py "$carry"/python/deltakern/_core*.so "$ext/site/deltakern/"
   cp -a "$carry/lib" "$carry/bin" "$carry/share" "$ext/site/deltakern/"
+  local wheel
+  wheel=$(ls "$carry"/wheels/deltakern_accel-*.whl 2>/dev/null | head -1)
+  if [ -n "$wheel" ]; then
+    # native as `pip install deltakern[accel]` lays it out: a distribution of its own, found
+    # through its entry point, rather than in the package's plugin directory.
+    rm -f "$ext/site/deltakern/lib/deltakern/plugins/libdeltakern_native.so"
+    python3 -m pip install --quiet --no-index --no-deps --target "$ext/site" "$wheel" || die "cannot install $wheel"
+    echo "installed $(basename "$wheel")"
+  fi
   # The package as a wheel installs it: the extension finds deltakern/lib/libdeltakern.so beside
   # it ($ORIGIN/lib), which finds its plugins, probe and config relative to itself.
   export LD_LIBRARY_PATH="$carry/lib/deps"
   export PYTHONPATH="$ext/site" DELTAKERN_REQUIRE_STANDIN=1 PYTHONUNBUFFERED=1 \
     DELTAKERN_TEST_PLUGINS="$carry/tests/plugins/libdeltakern_test_standin.so"
   step "python: list_backends()" 60 python3 -c 'import torch, deltakern, pprint
-pprint.pprint([(p["name"], p["state"], [(d["device"], d["available"]) for d in p["devices"]]) for p in deltakern.list_backends()])'
+pprint.pprint([(p["name"], p["state"], p["path"], [(d["device"], d["available"]) for d in p["devices"]]) for p in deltakern.list_backends()])'
   step "pytest (CUDA and CPU halves)" 420 python3 -m pytest "$repo/python/tests" -q -p no:cacheprovider -rs \
     --junitxml "$OUT/pytest.xml"
   step "call overhead (CUDA, eager and graph replay)" 180 python3 "$repo/python/bench/call_overhead.py" --device cuda

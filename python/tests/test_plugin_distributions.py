@@ -100,3 +100,12 @@ def test_the_accel_distribution_pins_the_same_version_as_the_package_and_the_cma
     assert accel["project"]["entry-points"]["deltakern.plugins"] == {"native": "deltakern_accel:plugin_files"}
     accel_init = (_REPO / "python" / "accel" / "deltakern_accel" / "__init__.py").read_text()
     assert f'__version__ = "{cmake}"' in accel_init
+
+
+def test_an_installed_deltakern_accel_serves_native_from_its_own_package():
+    accel = pytest.importorskip("deltakern_accel", reason="deltakern-accel is not installed")
+    native = _backend("native")
+    assert native is not None and native["state"] == "loaded", native
+    assert Path(native["path"]).resolve().is_relative_to(Path(accel.__file__).resolve().parent)
+    (cuda,) = [d for d in native["devices"] if d["device"] == "cuda"]
+    assert cuda["available"] or cuda["reason"], cuda  # where it cannot serve, it says why
