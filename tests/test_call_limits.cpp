@@ -203,6 +203,40 @@ BOOST_AUTO_TEST_CASE(a_cuda_device_is_unavailable_with_the_cores_reason_in_a_cor
   BOOST_TEST(p->devices[0].reason.find(expected) != std::string::npos, p->devices[0].reason);
 }
 
+// Refused because the device cannot be used here (no driver, no GPU, a core without CUDA) is
+// ErrorCode::unavailable (Python: UnavailableError, a RuntimeError); refused because no backend
+// declares the call is unsupported (NotImplementedError), unavailable device or not.
+BOOST_AUTO_TEST_CASE(a_call_only_the_device_stops_is_unavailable_and_one_nobody_declares_unsupported) {
+  RuntimeOptions o = base_options();
+  o.plugin_path = {real_plugin_dir(), fs::path(DK_TEST_ABI_PLUGIN_DIR)};
+  o.force_backend = "cuda_only";  // declares f32 widths 2..4 on CUDA and can never use its device
+  Runtime rt(o);
+  for (const int64_t width : {4, 5}) {
+    VarlenCall call;
+    call.weight.emplace(kF32, std::vector<int64_t>{VarlenCall::D, width});
+    call.weight->fill(ramp(VarlenCall::D * width, 0.02f));
+    call.states.emplace(kF32, std::vector<int64_t>{VarlenCall::lines, VarlenCall::D, 4});  // S >= W-1
+    call.states->fill(ramp(VarlenCall::lines * VarlenCall::D * 4, 0.05f));
+    for (auto* t : {&call.x, &call.weight, &call.bias, &call.states, &call.qsl, &call.indices, &call.initial})
+      (*t)->set_device({kDLCUDA, 0});
+    const auto before = call.snapshot();
+    try {
+      (void)rt.causal_conv1d_varlen(call.args());
+      BOOST_FAIL("a call cuda_only cannot serve was served");
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (width == 4) {
+        BOOST_TEST((e.code() == ErrorCode::unavailable), what);
+        BOOST_TEST(what.find("unavailable on cuda") != std::string::npos, what);
+      } else {
+        BOOST_TEST((e.code() == ErrorCode::unsupported), what);
+        BOOST_TEST(what.find("unavailable on cuda") != std::string::npos, what);  // still the first reason
+      }
+    }
+    BOOST_TEST((call.snapshot() == before));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_backend_that_does_not_declare_the_device_is_never_a_fallback) {
   const TempDir dir;
   for (const bool strict : {false, true}) {

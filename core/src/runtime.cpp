@@ -81,6 +81,7 @@ const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::Sign
                             detail::fallback_warning(signature, choice.decision, config));
   } else {
     entry.refusal = detail::refusal(signature, choice, config, forced);
+    entry.refusal_code = detail::refusal_code(choice);
   }
   const auto [kept, inserted] = decisions.insert(detail::key_of(signature), std::move(entry));
   if (inserted)
@@ -92,11 +93,11 @@ const detail::CachedDecision& Runtime::Impl::decide_and_cache(const detail::Sign
 detail::Served Runtime::Impl::serve_one(const detail::SignatureFields& signature, const dk_call& call,
                                         const detail::CallDims& dims,
                                         const detail::CachedDecision& decision) {
-  if (decision.fit.op == nullptr) throw Error(ErrorCode::unsupported, decision.refusal);
+  if (decision.fit.op == nullptr) throw Error(decision.refusal_code, decision.refusal);
   const detail::CallAllocatorScope scope(&allocator);  // supports() runs for this Runtime
   const detail::Choice choice = detail::decide(signature, call, plugins, config, forced, &dims);
   if (choice.backend == nullptr)
-    throw Error(ErrorCode::unsupported, detail::refusal(signature, choice, config, forced, &dims));
+    throw Error(detail::refusal_code(choice), detail::refusal(signature, choice, config, forced, &dims));
   if (const auto& first = choice.decision.fallback_from)
     fallbacks
         .counter(signature.op, choice.backend->name, first->backend, choice.fallback_reason,

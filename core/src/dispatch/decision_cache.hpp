@@ -93,8 +93,9 @@ struct Served {
 // What a call needs from a decision: the backend that serves every call of the signature its
 // limits admit, or why there is none.
 struct CachedDecision {
-  CachedFit fit;  // op null: the call is refused with `refusal`
+  CachedFit fit;  // op null: the call is refused with `refusal`, an Error of `refusal_code`
   std::string refusal;
+  ErrorCode refusal_code = ErrorCode::unsupported;
   // Set when fit is not the op's first choice: each call it serves adds one (relaxed).
   std::atomic<uint64_t>* fallback_count = nullptr;
 };

@@ -49,8 +49,11 @@ std::string rejection_of(const PluginInfo& info) {
 
 // Why `backend` cannot serve calls of the signature; nullopt when it can. `candidate` is
 // cleared when the backend does not declare the call's device: it was never a candidate.
+// `only_unavailable` is set when the one reason is that the device cannot be used here: the
+// backend declares everything else the call needs.
 std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins, const SignatureFields& s,
-                                 const dk_call& call, bool ask_supports, bool& candidate) {
+                                 const dk_call& call, bool ask_supports, bool& candidate,
+                                 bool& only_unavailable) {
   const dk_op* op = backend.ops[index_of(s.op)];
   if (op == nullptr) return fmt::format("does not declare {}", op_name(s.op));
   const PluginInfo& plugin = plugins.info(backend);
@@ -64,9 +67,20 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
     candidate = false;
     return fmt::format("does not declare device {}", device_type);
   }
+  std::optional<std::string> mismatch;
+  if (std::none_of(declared.dtypes.begin(), declared.dtypes.end(),
+                   [&](DLDataType t) { return same_dtype(t, s.x); }))
+    mismatch = fmt::format("does not declare dtype {}", dtype_name(s.x));
+  else if (s.width < declared.min_width || s.width > declared.max_width)
+    mismatch = fmt::format("width {} outside {}..{}", s.width, declared.min_width, declared.max_width);
+  else if (std::find(declared.layouts.begin(), declared.layouts.end(), s.layout) == declared.layouts.end())
+    mismatch = fmt::format("layout {} not declared", to_string(s.layout));
+  // A device the plugin cannot use here is its first reason; supports() is not asked about it.
   for (const auto& status : plugin.devices)
-    if (status.type == s.device.device_type && !status.available)
+    if (status.type == s.device.device_type && !status.available) {
+      only_unavailable = !mismatch;
       return fmt::format("unavailable on {}: {}", device_type, status.reason);
+    }
   if (s.device.device_type == kDLCUDA && min_capability > 0) {
     int capability = 0;
     if (cuda::Failure f = cuda::compute_capability(s.device.device_id, capability))
@@ -75,14 +89,7 @@ std::optional<std::string> unfit(const Backend& backend, const Plugins& plugins,
       return fmt::format("needs compute capability {} or higher, {} has {}", min_capability,
                          device_name(s.device), capability);
   }
-
-  if (std::none_of(declared.dtypes.begin(), declared.dtypes.end(),
-                   [&](DLDataType t) { return same_dtype(t, s.x); }))
-    return fmt::format("does not declare dtype {}", dtype_name(s.x));
-  if (s.width < declared.min_width || s.width > declared.max_width)
-    return fmt::format("width {} outside {}..{}", s.width, declared.min_width, declared.max_width);
-  if (std::find(declared.layouts.begin(), declared.layouts.end(), s.layout) == declared.layouts.end())
-    return fmt::format("layout {} not declared", to_string(s.layout));
+  if (mismatch) return mismatch;
 
   if (op->supports != nullptr && ask_supports) {
     char why[512] = {};
@@ -159,7 +166,7 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::string& name = candidates[i];
     const Backend* backend = plugins.find(name);
-    bool candidate = true;
+    bool candidate = true, only_unavailable = false;
     std::optional<std::string>& reason = reasons[i];
     if (backend == nullptr) {
       const PluginInfo* rejected = rejected_named(plugins, name);
@@ -171,7 +178,8 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
     } else {
       const bool per_call =
           backend->ops[index_of(s.op)] != nullptr && supports_per_call(*backend, plugins, s.op);
-      reason = unfit(*backend, plugins, s, call, dims != nullptr || !per_call, candidate);
+      reason = unfit(*backend, plugins, s, call, dims != nullptr || !per_call, candidate, only_unavailable);
+      choice.unavailable_here = choice.unavailable_here || only_unavailable;
       if (!reason) {
         if (choice.fits.empty()) first_fit = i;
         choice.fits.push_back(fit_of(*backend, plugins, s.op));
@@ -237,6 +245,11 @@ std::string summary(const SignatureFields& s, const CallDims* dims, uint32_t dim
     if (!names[i].empty() && names[i] != "width" && (dims_known & (1u << i)) != 0)
       text += fmt::format(", {} {}", names[i], (*dims)[i]);
   return text;
+}
+
+ErrorCode refusal_code(const Choice& choice) {
+  return choice.unavailable_here && choice.refused_fallback.empty() ? ErrorCode::unavailable
+                                                                    : ErrorCode::unsupported;
 }
 
 std::string refusal(const SignatureFields& s, const Choice& choice, const Config& config,

@@ -30,6 +30,9 @@ struct Choice {
   std::string refused_fallback;                 // strict mode: the backend that could have served instead
   const PluginInfo* forced_rejected = nullptr;  // the forced backend's library, found but rejected
   std::string fallback_reason;  // the first choice's reason without the call's sizes: the counter's key
+  // A backend that declares everything the call needs cannot use the device here (no driver, no
+  // GPU, a core without CUDA): a refusal is then ErrorCode::unavailable, not unsupported.
+  bool unavailable_here = false;
 };
 
 // Without dims, the decision for a signature: limits are not checked (fits lists them) and an
@@ -44,6 +47,10 @@ Choice decide(const SignatureFields& signature, const dk_call& call, const Plugi
 // and the call's dimensions when given.
 std::string summary(const SignatureFields& signature, const CallDims* dims = nullptr,
                     uint32_t dims_known = ~0u);
+
+// The kind of error a refused call throws: unavailable when a backend would serve it on a
+// machine where the device works (and no strict-dispatch rule refused it), else unsupported.
+ErrorCode refusal_code(const Choice& choice);
 
 // Why a call of this signature is refused, for the Error it throws.
 std::string refusal(const SignatureFields& signature, const Choice& choice, const Config& config,
