@@ -145,17 +145,20 @@ def test_every_error_code_maps_to_its_class_with_the_message(code, cls, builtin)
 
 
 def test_a_device_no_backend_can_use_here_is_refused():
-    """The core reports a device no backend can use here (portable without its CUDA path, or with
-    it and no driver) as unsupported at dispatch, with each backend's reason, before touching any
-    memory."""
+    """The core refuses a call on a device no backend can use here at dispatch, with each
+    backend's reason, before touching any memory: UnavailableError where a backend declares the
+    call but cannot use the device (portable with its CUDA path and no driver), UnsupportedError
+    where none declares it (portable without its CUDA path)."""
     if deltakern.testing.cuda_backends():
         pytest.skip("a backend can use CUDA here: the call would run on host memory labelled as CUDA")
     case = varlen_case(lib="numpy", padded=False)
     args = [CudaLabelledArray(a) if isinstance(a, np.ndarray) else a for a in case.args()]
     before = _snapshot(case)
-    with pytest.raises(deltakern.UnsupportedError, match=r"no backend can serve this call \(cuda:0.*portable: "
-                                                         r"(unavailable on cuda|does not declare device cuda)"):
+    with pytest.raises(deltakern.Error, match=r"no backend can serve this call \(cuda:0.*portable: "
+                                              r"(unavailable on cuda|does not declare device cuda)") as raised:
         deltakern.causal_conv1d_varlen(*args, max_seq_len=case.max_seq_len)
+    unavailable = "portable: unavailable on cuda" in str(raised.value)
+    assert type(raised.value) is (deltakern.UnavailableError if unavailable else deltakern.UnsupportedError)
     assert _unchanged(case, before)
 
 

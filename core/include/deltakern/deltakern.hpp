@@ -28,8 +28,8 @@ namespace deltakern {
 
 enum class ErrorCode {
   invalid_argument,  // bad shape, dtype, device, layout, or index contents (validate)
-  unsupported,       // no backend (or the forced one) can serve this call
-  unavailable,       // the backend cannot run on this machine
+  unsupported,       // no backend (or the forced one) declares this call
+  unavailable,       // a backend declares it but cannot use the device here (no driver, no GPU)
   out_of_memory,
   runtime,  // a launch or device failure inside a backend
   config,   // the configuration file or environment is wrong
