@@ -7,6 +7,7 @@
 #include "test_support.hpp"
 
 #include <deltakern/op_schemas.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 
@@ -64,6 +65,25 @@ BOOST_AUTO_TEST_CASE(the_first_fitting_backend_in_config_order_serves) {
     BOOST_TEST(rt.explain(varlen_signature()).backend.value_or("") == "portable");
     BOOST_TEST(!served_in_place(rt));
   }
+}
+
+// Decision::contract says before the call whether its result will be x, and it is what the call
+// then does; the out-variants' contract is out on every backend.
+BOOST_AUTO_TEST_CASE(the_decision_names_the_contract_the_call_then_keeps) {
+  const TempDir dir;
+  for (const std::string first : {"standin", "portable"}) {
+    Runtime rt(with_toml(dir, fmt::format("[dispatch]\norder = [\"{}\"]\n", first)));
+    const Decision d = rt.explain(varlen_signature());
+    BOOST_REQUIRE(d.contract.has_value());
+    BOOST_TEST((*d.contract == (served_in_place(rt) ? Contract::in_place : Contract::fresh)), d.describe());
+    BOOST_TEST((*d.contract == (first == "standin" ? Contract::in_place : Contract::fresh)), d.describe());
+    BOOST_TEST(d.describe().find(std::string("contract: ") + to_string(*d.contract)) != std::string::npos);
+    CallSignature out = varlen_signature();
+    out.op = DK_OP_CAUSAL_CONV1D_VARLEN_OUT;
+    BOOST_TEST((rt.explain(out).contract == Contract::out));
+  }
+  CallSignature unserved = varlen_signature(kF32, 9);  // no backend declares width 9
+  BOOST_TEST(!Runtime(with_toml(dir, "")).explain(unserved).contract.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_per_op_override_wins_over_the_order) {

@@ -34,6 +34,23 @@ Activation activation_from_string(std::string_view name) {
               fmt::format("activation: expected none, silu or swish, got '{}'", name));
 }
 
+const char* to_string(Contract contract) {
+  switch (contract) {
+    case Contract::in_place:
+      return "in_place";
+    case Contract::fresh:
+      return "fresh";
+    case Contract::out:
+      return "out";
+  }
+  return "unknown";
+}
+
+Contract OpInfo::contract() const {
+  if (!returns_tensor) return Contract::out;
+  return returns_alias_of == "x" ? Contract::in_place : Contract::fresh;
+}
+
 const char* to_string(Layout layout) {
   switch (layout) {
     case Layout::time_contiguous:

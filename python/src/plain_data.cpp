@@ -1,9 +1,7 @@
 #include "plain_data.hpp"
 
-#include "signature.hpp"
-
-#include <deltakern/scalar_type.hpp>
 #include <nanobind/stl/string.h>
+#include <deltakern/scalar_type.hpp>
 
 #include <string>
 
@@ -23,8 +21,10 @@ DLDataType dtype_from_name(std::string_view name, std::string_view what) {
     std::string_view long_name;
     ScalarType type;
   };
-  static constexpr Alias kAliases[] = {{"float32", ScalarType::f32}, {"float16", ScalarType::f16},
-                                       {"bfloat16", ScalarType::bf16}, {"int32", ScalarType::i32},
+  static constexpr Alias kAliases[] = {{"float32", ScalarType::f32},
+                                       {"float16", ScalarType::f16},
+                                       {"bfloat16", ScalarType::bf16},
+                                       {"int32", ScalarType::i32},
                                        {"uint8", ScalarType::u8}};
   for (const Alias& a : kAliases)
     if (name == a.long_name || name == short_name(a.type)) return to_dl(a.type);
@@ -73,8 +73,7 @@ nb::dict op_to_python(const OpInfo& op) {
   nb::list mutated;
   for (const auto& m : op.mutated) mutated.append(m);
   d["mutated"] = mutated;
-  // The contract in one word: "in_place" (returns x), "fresh" (a new tensor) or "out" (-> ()).
-  d["contract"] = !op.returns_tensor ? "out" : op.returns_alias_of == "x" ? "in_place" : "fresh";
+  d["contract"] = to_string(op.contract());  // "in_place", "fresh" or "out"
   return d;
 }
 
@@ -108,7 +107,7 @@ nb::dict to_python(const PluginInfo& plugin) {
   return d;
 }
 
-nb::dict to_python(const Runtime& runtime, const Decision& decision, std::string_view op) {
+nb::dict to_python(const Decision& decision) {
   nb::dict d;
   d["backend"] = decision.backend ? nb::cast(*decision.backend) : nb::none();
   d["why"] = decision.why;
@@ -116,14 +115,14 @@ nb::dict to_python(const Runtime& runtime, const Decision& decision, std::string
   for (const auto& p : decision.passed_over) passed.append(nb::make_tuple(p.backend, p.reason));
   d["passed_over"] = passed;
   d["fallback_from"] =
-      decision.fallback_from ? nb::object(nb::make_tuple(decision.fallback_from->backend, decision.fallback_from->reason))
-                             : nb::none();
+      decision.fallback_from
+          ? nb::object(nb::make_tuple(decision.fallback_from->backend, decision.fallback_from->reason))
+          : nb::none();
   d["strict"] = decision.strict;
   nb::dict limits;
   for (const auto& l : decision.limits) limits[l.dim.c_str()] = nb::make_tuple(l.min, l.max);
   d["limits"] = limits;
-  const OpInfo* served = serving_op(runtime, decision, op);
-  d["contract"] = served == nullptr ? nb::none() : op_to_python(*served)["contract"];
+  d["contract"] = decision.contract ? nb::cast(to_string(*decision.contract)) : nb::none();
   d["description"] = decision.describe();
   return d;
 }

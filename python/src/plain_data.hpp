@@ -10,7 +10,7 @@
 namespace deltakern::python {
 
 nanobind::dict to_python(const PluginInfo& plugin);
-nanobind::dict to_python(const Runtime& runtime, const Decision& decision, std::string_view op);
+nanobind::dict to_python(const Decision& decision);
 nanobind::list to_python(const std::vector<FallbackCount>& counts);
 
 // "f32"/"float32", "f16"/"float16", "bf16"/"bfloat16", "i32"/"int32", "u8"/"uint8"; throws

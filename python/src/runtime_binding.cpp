@@ -94,7 +94,7 @@ void bind_runtime(nb::module_& m) {
         s.layout = layout_from_name(layout);
         s.max_seq_len_given = max_seq_len_given;
         s.dims = std::move(dims);
-        return to_python(rt, rt.explain(s), op);
+        return to_python(rt.explain(s));
       },
       "op"_a, "device"_a, "device_id"_a, "dtype"_a, "weight_dtype"_a.none(), "state_dtype"_a.none(),
       "bias_dtype"_a.none(), "width"_a, "layout"_a, "max_seq_len_given"_a, "dims"_a);

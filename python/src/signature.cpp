@@ -87,9 +87,7 @@ const OpInfo* serving_op(const Runtime& runtime, const Decision& decision, std::
 }
 
 std::optional<Contract> kept_contract(const Runtime& runtime, const CallSignature& signature) {
-  const OpInfo* op = serving_op(runtime, runtime.explain(signature), signature.op);
-  if (op == nullptr) return std::nullopt;
-  return op->returns_alias_of == "x" ? Contract::in_place : Contract::fresh;
+  return runtime.explain(signature).contract;
 }
 
 void require_contract(const Runtime& runtime, const CallSignature& signature, Contract required,
@@ -98,8 +96,7 @@ void require_contract(const Runtime& runtime, const CallSignature& signature, Co
   const OpInfo* op = serving_op(runtime, decision, signature.op);
   // No backend: the call itself is refused with the core's reason, before anything is written.
   if (op == nullptr) return;
-  const Contract kept = op->returns_alias_of == "x" ? Contract::in_place : Contract::fresh;
-  if (kept == required) return;
+  if (decision.contract == required) return;
   const std::string backend = "backend '" + *decision.backend + "'";
   const std::string schema = " (schema: " + op->schema + ")";
   if (required == Contract::in_place)

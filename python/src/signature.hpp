@@ -19,9 +19,7 @@ std::optional<CallSignature> update_signature(const CausalConv1dUpdateArgs& args
 // The declared op of the backend that `decision` chose; nullptr when there is none.
 const OpInfo* serving_op(const Runtime& runtime, const Decision& decision, std::string_view op);
 
-// The two contracts of an op that returns a tensor (its schema's return: x itself, or new).
-enum class Contract { in_place, fresh };
-
+// deltakern::Contract (runtime_types.hpp): in_place or fresh for the ops that return a tensor.
 // The contract of the backend that would serve `signature`; nullopt when none would (the call
 // itself then reports why).
 std::optional<Contract> kept_contract(const Runtime& runtime, const CallSignature& signature);

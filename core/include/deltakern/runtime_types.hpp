@@ -36,6 +36,12 @@ struct RuntimeOptions {
 enum class Layout { time_contiguous, channel_last };
 const char* to_string(Layout layout);
 
+// What a call's result is, read off the serving op's schema: x itself (-> Tensor(a) with
+// Tensor(a!) x: in place), a new tensor (-> Tensor: fresh), or nothing (-> (): an out-variant,
+// the result is in the caller's out).
+enum class Contract { in_place, fresh, out };
+const char* to_string(Contract contract);  // "in_place", "fresh", "out"
+
 // What a backend declares for one op.
 struct OpInfo {
   std::string name;
@@ -60,6 +66,7 @@ struct OpInfo {
   std::vector<std::string> mutated;             // arguments annotated (x!)
   std::optional<std::string> returns_alias_of;  // "x" for -> Tensor(a) with Tensor(a!) x
   bool returns_tensor = true;                   // false: -> () (an out-variant writes into out)
+  Contract contract() const;                    // the three fields above in one word
 };
 
 struct PluginInfo {
@@ -124,7 +131,9 @@ struct Decision {
   // The serving backend's limits: a call outside them goes to the next backend that admits it.
   std::vector<OpInfo::Limit> limits;
   bool supports_per_call = false;  // the serving backend is an ABI 1.0 plugin: supports() asked per call
-  std::string describe() const;    // a readable multi-line explanation
+  // The serving backend's contract: whether the call's result will be x (none: nobody serves).
+  std::optional<Contract> contract;
+  std::string describe() const;  // a readable multi-line explanation
 };
 
 namespace detail {

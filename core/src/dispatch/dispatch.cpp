@@ -206,7 +206,9 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
     d.backend = candidates[served];
     choice.backend = backend;
     choice.op = backend->ops[index_of(s.op)];
-    d.limits = plugins.info(*backend).ops[backend->op_info[index_of(s.op)]].limits;
+    const OpInfo& served = plugins.info(*backend).ops[backend->op_info[index_of(s.op)]];
+    d.limits = served.limits;
+    d.contract = served.contract();
     d.supports_per_call = supports_per_call(*backend, plugins, s.op);
   } else if (!forced) {
     const BackendOrder& order = config.order_for(s.op);
@@ -226,6 +228,7 @@ Choice decide(const SignatureFields& s, const dk_call& call, const Plugins& plug
       d.why = fmt::format("strict dispatch ({}): only the first choice in {} [{}] may serve the call",
                           config.strict_source, order.key, fmt::join(order.names, ", "));
       choice.refused_fallback = *std::exchange(d.backend, std::nullopt);
+      d.contract.reset();
       choice.backend = nullptr;
       choice.op = nullptr;
     }
@@ -290,6 +293,11 @@ std::string fallback_warning(const SignatureFields& s, const Decision& decision,
 
 std::string deltakern::Decision::describe() const {
   std::string text = fmt::format("backend: {}\nwhy: {}\n", backend ? *backend : std::string("none"), why);
+  if (contract)
+    text += fmt::format("contract: {}\n",
+                        *contract == Contract::in_place ? "in_place (the result is x, convolved in place)"
+                        : *contract == Contract::fresh  ? "fresh (a new result; x untouched)"
+                                                        : "out (the result is in out; x untouched)");
   if (fallback_from && backend)
     text += fmt::format(
         "fallback: from first choice '{}' ({}); counted per call, an error under strict dispatch\n",
