@@ -7,7 +7,6 @@
 #include "test_support.hpp"
 
 #include <deltakern/op_schemas.h>
-#include <fmt/core.h>
 
 #include <algorithm>
 
@@ -72,7 +71,7 @@ BOOST_AUTO_TEST_CASE(the_first_fitting_backend_in_config_order_serves) {
 BOOST_AUTO_TEST_CASE(the_decision_names_the_contract_the_call_then_keeps) {
   const TempDir dir;
   for (const std::string first : {"standin", "portable"}) {
-    Runtime rt(with_toml(dir, fmt::format("[dispatch]\norder = [\"{}\"]\n", first)));
+    Runtime rt(with_toml(dir, "[dispatch]\norder = [\"" + first + "\"]\n"));
     const Decision d = rt.explain(varlen_signature());
     BOOST_REQUIRE(d.contract.has_value());
     BOOST_TEST((*d.contract == (served_in_place(rt) ? Contract::in_place : Contract::fresh)), d.describe());
