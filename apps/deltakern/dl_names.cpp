@@ -18,16 +18,7 @@ DLDataType parse_dtype(std::string_view name) {
   throw CLI::ValidationError("--dtype", fmt::format("unknown dtype '{}' (f32, f16, bf16)", name));
 }
 
-std::string device_name(DLDeviceType type) {
-  switch (type) {
-    case kDLCPU:
-      return "cpu";
-    case kDLCUDA:
-      return "cuda";
-    default:
-      return fmt::format("device{}", static_cast<int>(type));
-  }
-}
+std::string device_name(DLDeviceType type) { return plugin::device_type_name(type); }
 
 DLDevice parse_device(std::string_view name) {
   const auto colon = name.find(':');

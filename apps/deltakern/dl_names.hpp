@@ -10,7 +10,7 @@ namespace deltakern::cli {
 
 std::string dtype_name(DLDataType dtype);       // "bfloat16"
 DLDataType parse_dtype(std::string_view name);  // "bf16" or "bfloat16"; throws CLI::ValidationError
-std::string device_name(DLDeviceType type);     // "cpu", "cuda"
+std::string device_name(DLDeviceType type);     // plugin::device_type_name: "cpu", "cuda"
 DLDevice parse_device(std::string_view name);   // "cpu", "cuda", "cuda:1"
 
 }  // namespace deltakern::cli

@@ -1,6 +1,7 @@
 #include "plain_data.hpp"
 
 #include <nanobind/stl/string.h>
+#include <deltakern/plugin_sdk.hpp>
 #include <deltakern/scalar_type.hpp>
 
 #include <string>
@@ -33,17 +34,6 @@ DLDataType dtype_from_name(std::string_view name, std::string_view what) {
                   "' (float32, float16, bfloat16, int32, uint8 or f32, f16, bf16, i32, u8)");
 }
 
-const char* device_name(DLDeviceType type) {
-  switch (type) {
-    case kDLCPU:
-      return "cpu";
-    case kDLCUDA:
-      return "cuda";
-    default:
-      return "other";
-  }
-}
-
 namespace {
 
 nb::dict op_to_python(const OpInfo& op) {
@@ -53,7 +43,7 @@ nb::dict op_to_python(const OpInfo& op) {
   nb::list devices;
   for (const auto& dev : op.devices) {
     nb::dict e;
-    e["device"] = device_name(dev.type);
+    e["device"] = plugin::device_type_name(dev.type);
     e["min_compute_capability"] = dev.min_compute_capability;
     e["derives_max_seq_len"] = dev.derives_max_seq_len;
     e["graph_capturable"] = dev.graph_capturable;
@@ -90,7 +80,7 @@ nb::dict to_python(const PluginInfo& plugin) {
   nb::list devices;
   for (const auto& dev : plugin.devices) {
     nb::dict e;
-    e["device"] = device_name(dev.type);
+    e["device"] = plugin::device_type_name(dev.type);
     e["available"] = dev.available;
     e["reason"] = dev.reason;
     devices.append(e);

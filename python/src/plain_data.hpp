@@ -2,8 +2,8 @@
 // strings, ints), for list_backends(), explain() and fallback_counts().
 #pragma once
 
-#include <deltakern/runtime.hpp>
 #include <nanobind/nanobind.h>
+#include <deltakern/runtime.hpp>
 
 #include <vector>
 
@@ -17,6 +17,5 @@ nanobind::list to_python(const std::vector<FallbackCount>& counts);
 // invalid_argument naming `what` otherwise.
 DLDataType dtype_from_name(std::string_view name, std::string_view what);
 std::string dtype_name(const DLDataType& dtype);
-const char* device_name(DLDeviceType type);
 
 }  // namespace deltakern::python

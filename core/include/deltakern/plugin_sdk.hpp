@@ -90,6 +90,23 @@ inline std::string dtype_name(const DLDataType& t) {
          ", lanes=" + std::to_string(t.lanes) + ")";
 }
 
+// The one spelling of a device type in every message and listing, the core's, the command
+// line's and the Python package's: "cpu", "cuda" (as torch spells them), "cuda_host".
+inline std::string device_type_name(int32_t type) {
+  switch (type) {
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLCUDAManaged:
+      return "cuda_managed";
+    default:
+      return "device_type_" + std::to_string(type);
+  }
+}
+
 // ---- tensor geometry (strides in elements; NULL strides mean compact row-major)
 
 // The core validated that a non-empty tensor's sizes multiply within int64; an empty one's need not,

@@ -7,21 +7,7 @@
 namespace deltakern::detail {
 
 std::string dtype_name(DLDataType dtype) { return plugin::dtype_name(dtype); }
-
-std::string device_type_name(int32_t device_type) {
-  switch (device_type) {
-    case kDLCPU:
-      return "cpu";
-    case kDLCUDA:
-      return "cuda";
-    case kDLCUDAHost:
-      return "cuda_host";
-    case kDLCUDAManaged:
-      return "cuda_managed";
-    default:
-      return fmt::format("device_type_{}", device_type);
-  }
-}
+std::string device_type_name(int32_t device_type) { return plugin::device_type_name(device_type); }
 
 std::string device_name(DLDevice device) {
   return fmt::format("{}:{}", device_type_name(device.device_type), device.device_id);

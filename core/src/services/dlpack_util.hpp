@@ -72,9 +72,8 @@ inline bool host_accessible(int32_t device_type) noexcept {
 }
 
 // "float32", "bfloat16", "int32", "uint8"; others spelled out.
-std::string dtype_name(DLDataType dtype);  // plugin::dtype_name: one spelling everywhere
-// "cpu", "cuda", "cuda_host"; others by number.
-std::string device_type_name(int32_t device_type);
+std::string dtype_name(DLDataType dtype);           // plugin::dtype_name: one spelling everywhere
+std::string device_type_name(int32_t device_type);  // plugin::device_type_name
 // "cpu:0", "cuda:1".
 std::string device_name(DLDevice device);
 
