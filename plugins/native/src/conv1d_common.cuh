@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <deltakern/plugin_abi.h>
+#include <deltakern/plugin_sdk_cuda_convert.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -42,24 +43,8 @@ struct BytesToType<2> {
   using Type = uint16_t;
 };
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
+using ::deltakern::plugin::cuda::from_float;  // deltakern/plugin_sdk_cuda_convert.cuh
+using ::deltakern::plugin::cuda::to_float;
 
 // Elements whose dtype is only known at run time (weight, bias, states): the branch is
 // uniform across the grid, and these are read once per sequence or per channel.

@@ -316,38 +316,20 @@ void run_update(Plugin& plugin, const dk_call& call, bool out_variant) {
 
 // ---- the C ABI
 
-int32_t varlen_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
-                   size_t error_size) {
-  return plugin::guarded(error, error_size, [&] {
-    run_varlen(*static_cast<Plugin*>(self), *call, false);
-    *result = plugin::make_view_result(*call->tensors[DK_VARLEN_X]);
-  });
-}
-
-// The out-variants return nothing: out holds the result.
-int32_t varlen_out_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
-                       size_t error_size) {
+// One C entry per op and contract: the in-place op returns a view of x (its result is x), the
+// out-variant returns nothing (out holds the result).
+template <void (*run)(Plugin&, const dk_call&, bool), size_t x_arg, bool out_variant>
+int32_t run_entry(void* self, const dk_call* call, DLManagedTensor** result, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {
     *result = nullptr;
-    run_varlen(*static_cast<Plugin*>(self), *call, true);
+    run(*static_cast<Plugin*>(self), *call, out_variant);
+    if constexpr (!out_variant) *result = plugin::make_view_result(*call->tensors[x_arg]);
   });
 }
-
-int32_t update_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
-                   size_t error_size) {
-  return plugin::guarded(error, error_size, [&] {
-    run_update(*static_cast<Plugin*>(self), *call, false);
-    *result = plugin::make_view_result(*call->tensors[DK_UPDATE_X]);
-  });
-}
-
-int32_t update_out_run(void* self, const dk_call* call, DLManagedTensor** result, char* error,
-                       size_t error_size) {
-  return plugin::guarded(error, error_size, [&] {
-    *result = nullptr;
-    run_update(*static_cast<Plugin*>(self), *call, true);
-  });
-}
+constexpr auto* varlen_run = run_entry<run_varlen, DK_VARLEN_X, false>;
+constexpr auto* varlen_out_run = run_entry<run_varlen, DK_VARLEN_X, true>;
+constexpr auto* update_run = run_entry<run_update, DK_UPDATE_X, false>;
+constexpr auto* update_out_run = run_entry<run_update, DK_UPDATE_X, true>;
 
 int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_size) {
   return plugin::guarded(error, error_size, [&] {

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <vector_types.h>
 #include <deltakern/plugin_sdk.hpp>
+#include <deltakern/plugin_sdk_cuda_convert.cuh>
 
 #include "launch.hpp"
 
@@ -19,24 +20,8 @@ namespace deltakern::portable::cuda {
 
 using DType = ScalarType;  // the project's dtype vocabulary (deltakern/scalar_type.hpp)
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
+using ::deltakern::plugin::cuda::from_float;  // deltakern/plugin_sdk_cuda_convert.cuh
+using ::deltakern::plugin::cuda::to_float;
 
 // Weight, bias and states are each stored in x's dtype or in f32. They are touched a handful of
 // times per thread, so a warp-uniform branch on the dtype costs nothing measurable and keeps the
