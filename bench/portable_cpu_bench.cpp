@@ -6,6 +6,8 @@
 //     hardware thread as the kernel is), and each varlen benchmark reports its rate against
 //     both: the kernel should reach half of what the machine can copy.
 // (c) causal_conv1d_update, one token, D = 8192, W = 4, bf16, silu, batch 1, 64, 256.
+// (d) (b) and (c) at W = 8 (BM_VarlenW8, BM_UpdateW8): widths above 4 share one kernel that
+//     reads the width at run time, and these rows keep its cost in view.
 //
 // Outputs come from a caching allocator installed on the runtime, as an engine installs its
 // own: the default allocator returns fresh pages, and faulting in a 1 GiB output per call
@@ -40,7 +42,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kDim = 8192;
 constexpr int64_t kWidth = 4;
-constexpr int64_t kStateLen = kWidth - 1;
+constexpr int64_t kWideWidth = 8;
 constexpr int64_t kTokens = 65536;
 constexpr DLDataType kBf16{kDLBfloat, 16, 1};
 constexpr DLDevice kCpu{kDLCPU, 0};
@@ -139,29 +141,39 @@ std::vector<int64_t> mixed_lengths() {
   return lengths;
 }
 
+// x, shared by the problems of every width (1 GiB, filled once).
+Buffer& varlen_x() {
+  static Buffer x = [] {
+    Buffer b = allocate_buffer(kDim * kTokens * 2);
+    fill_bf16({static_cast<uint16_t*>(b.get()), static_cast<size_t>(kDim * kTokens)}, 1);
+    return b;
+  }();
+  return x;
+}
+
 struct VarlenProblem {
+  int64_t width;
   std::vector<int64_t> lengths = mixed_lengths();
   VarlenMetadata meta = VarlenMetadata::from_lengths(lengths);
   int64_t batch = meta.batch();
-  Buffer x = allocate_buffer(kDim * kTokens * 2);
-  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * kWidth);
+  Buffer& x = varlen_x();
+  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * width);
   std::vector<uint16_t> bias = std::vector<uint16_t>(kDim);
-  std::vector<uint16_t> states = std::vector<uint16_t>(batch * kDim * kStateLen);
+  std::vector<uint16_t> states = std::vector<uint16_t>(batch * kDim * (width - 1));
   std::vector<int32_t> cache_indices = std::vector<int32_t>(batch);
   std::vector<uint8_t> has_initial_state = std::vector<uint8_t>(batch);
 
   int64_t x_shape[2] = {kDim, kTokens};
   int64_t time_contiguous_strides[2] = {kTokens, 1};
   int64_t channel_last_strides[2] = {1, kDim};
-  int64_t weight_shape[2] = {kDim, kWidth};
+  int64_t weight_shape[2] = {kDim, width};
   int64_t bias_shape[1] = {kDim};
-  int64_t states_shape[3] = {batch, kDim, kStateLen};
+  int64_t states_shape[3] = {batch, kDim, width - 1};
   int64_t qsl_shape[1] = {batch + 1};
   int64_t batch_shape[1] = {batch};
   DLTensor x_time, x_channel_last, weight_dl, bias_dl, states_dl, qsl_dl, indices_dl, init_dl;
 
-  VarlenProblem() {
-    fill_bf16({static_cast<uint16_t*>(x.get()), static_cast<size_t>(kDim * kTokens)}, 1);
+  explicit VarlenProblem(int64_t w) : width(w) {
     fill_bf16(weight, 2);
     fill_bf16(bias, 3);
     fill_bf16(states, 4);
@@ -194,9 +206,11 @@ struct VarlenProblem {
   }
 };
 
-VarlenProblem& varlen_problem() {
-  static VarlenProblem problem;
-  return problem;
+VarlenProblem& varlen_problem(int64_t width = kWidth) {
+  static VarlenProblem problem(kWidth);
+  if (width == kWidth) return problem;
+  static VarlenProblem wide(kWideWidth);
+  return wide;
 }
 
 constexpr double kVarlenBytes = 2.0 * kDim * kTokens * 2;  // x read + output written
@@ -236,10 +250,10 @@ void BM_Memcpy(benchmark::State& state) {
   state.counters["threads"] = threads;
 }
 
-void BM_Varlen(benchmark::State& state) {
+void run_varlen(benchmark::State& state, int64_t width) {
   const bool channel_last = state.range(0) != 0;
   Runtime& runtime = portable_runtime();
-  VarlenProblem& p = varlen_problem();
+  VarlenProblem& p = varlen_problem(width);
   const CausalConv1dVarlenArgs args = p.args(channel_last);
   { Tensor warm = runtime.causal_conv1d_varlen(args); }  // allocates the cached output
   const auto start = Clock::now();
@@ -263,26 +277,30 @@ void BM_Varlen(benchmark::State& state) {
   }
 }
 
+void BM_Varlen(benchmark::State& state) { run_varlen(state, kWidth); }
+void BM_VarlenW8(benchmark::State& state) { run_varlen(state, kWideWidth); }
+
 // ---- (c) update
 
 struct UpdateProblem {
-  int64_t batch, lines;
+  int64_t batch, lines, width;
   std::vector<uint16_t> x, weight, bias, state;
   std::vector<int32_t> indices;
-  int64_t x_shape[2], weight_shape[2] = {kDim, kWidth}, bias_shape[1] = {kDim}, state_shape[3],
-                      index_shape[1];
+  int64_t x_shape[2], weight_shape[2], bias_shape[1] = {kDim}, state_shape[3], index_shape[1];
   DLTensor x_dl, weight_dl, bias_dl, state_dl, indices_dl;
 
-  explicit UpdateProblem(int64_t b)
+  UpdateProblem(int64_t b, int64_t w)
       : batch(b),
         lines(2 * b),  // a pool larger than the batch, addressed through permuted indices
+        width(w),
         x(b * kDim),
-        weight(kDim * kWidth),
+        weight(kDim * w),
         bias(kDim),
-        state(2 * b * kDim * kStateLen),
+        state(2 * b * kDim * (w - 1)),
         indices(b),
         x_shape{b, kDim},
-        state_shape{2 * b, kDim, kStateLen},
+        weight_shape{kDim, w},
+        state_shape{2 * b, kDim, w - 1},
         index_shape{b} {
     fill_bf16(x, 11);
     fill_bf16(weight, 12);
@@ -306,19 +324,22 @@ struct UpdateProblem {
   }
 };
 
-void BM_Update(benchmark::State& state) {
+void run_update(benchmark::State& state, int64_t width) {
   Runtime& runtime = portable_runtime();
-  UpdateProblem p(state.range(0));
+  UpdateProblem p(state.range(0), width);
   const CausalConv1dUpdateArgs args = p.args();
   for (auto _ : state) {
     Tensor out = runtime.causal_conv1d_update(args);
     benchmark::DoNotOptimize(out->data);
   }
   // x read, output written, each state row read and written.
-  const int64_t bytes = p.batch * kDim * 2 * (2 + 2 * kStateLen);
+  const int64_t bytes = p.batch * kDim * 2 * (2 + 2 * (width - 1));
   state.SetBytesProcessed(bytes * state.iterations());
   state.SetItemsProcessed(p.batch * state.iterations());  // tokens
 }
+
+void BM_Update(benchmark::State& state) { run_update(state, kWidth); }
+void BM_UpdateW8(benchmark::State& state) { run_update(state, kWideWidth); }
 
 }  // namespace
 
@@ -326,6 +347,14 @@ void BM_Update(benchmark::State& state) {
 BENCHMARK(BM_Memcpy)->ArgName("all_threads")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Varlen)->ArgName("channel_last")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Update)
+    ->ArgName("batch")
+    ->Arg(1)
+    ->Arg(64)
+    ->Arg(256)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_VarlenW8)->ArgName("channel_last")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_UpdateW8)
     ->ArgName("batch")
     ->Arg(1)
     ->Arg(64)

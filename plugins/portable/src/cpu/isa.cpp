@@ -10,6 +10,26 @@ struct Candidate {
   bool runs_here;
 };
 
+#if defined(DELTAKERN_PORTABLE_X86_ISAS)
+// x86-64-v4+avx512bf16 differs from x86-64-v4 only in how bf16 outputs are rounded, so its
+// translation unit builds the bf16 kernels alone: the table is v4's with those in place.
+const KernelTable& v4_bf16_kernel_table() {
+  static const KernelTable table = [] {
+    KernelTable t = x86_64_v4::kernel_table();
+    const KernelTable& own = x86_64_v4_bf16::kernel_table();
+    constexpr int bf16 = static_cast<int>(ElemType::bf16);
+    t.isa = own.isa;
+    for (int layout = 0; layout < 2; ++layout)
+      for (int w = 0; w < kWidths; ++w)
+        for (int a = 0; a < kActs; ++a) t.varlen[bf16][layout][w][a] = own.varlen[bf16][layout][w][a];
+    for (int w = 0; w < kWidths; ++w)
+      for (int a = 0; a < kActs; ++a) t.update[bf16][w][a] = own.update[bf16][w][a];
+    return t;
+  }();
+  return table;
+}
+#endif
+
 }  // namespace
 
 const KernelTable& select_kernels(const std::string& requested, std::string& why) {
@@ -29,8 +49,7 @@ const KernelTable& select_kernels(const std::string& requested, std::string& why
   const bool v4 = __builtin_cpu_supports("x86-64-v4") != 0;
 #endif
   const Candidate candidates[] = {
-      {"x86-64-v4+avx512bf16", &x86_64_v4_bf16::kernel_table,
-       v4 && __builtin_cpu_supports("avx512bf16") != 0},
+      {"x86-64-v4+avx512bf16", &v4_bf16_kernel_table, v4 && __builtin_cpu_supports("avx512bf16") != 0},
       {"x86-64-v4", &x86_64_v4::kernel_table, v4},
       {"x86-64-v3", &x86_64_v3::kernel_table, v3},
       {"generic", &generic::kernel_table, true},

@@ -20,7 +20,7 @@ namespace x86_64_v4 {
 const KernelTable& kernel_table();
 }
 namespace x86_64_v4_bf16 {
-const KernelTable& kernel_table();
+const KernelTable& kernel_table();  // the bf16 entries only: select_kernels completes it from v4's
 }
 #endif
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "numeric.hpp"
+#include "width.hpp"
 
 namespace deltakern::portable::cpu::DK_CPU_ISA::avx512 {
 
@@ -124,27 +125,33 @@ inline __m512 activate16(__m512 v) {
   }
 }
 
+// A runtime width (W = kRuntimeWidth) unrolls all kMaxWidth taps; those past the width are
+// skipped by a branch that goes the same way for the whole call.
 template <int W, Act ACT, class OutT>
-inline void convolve_time_store(const float* __restrict window, const float (&w)[W], float bias, OutT* out,
-                                int64_t n, bool stream) {
-  __m512 taps[W];
-  for (int k = 0; k < W; ++k) taps[k] = _mm512_set1_ps(w[k]);
+inline void convolve_time_store(const float* __restrict window, const float (&w)[kTapSlots<W>], int width,
+                                float bias, OutT* out, int64_t n, bool stream) {
+  __m512 taps[kTapSlots<W>];
+  for (int k = 0; k < kTapSlots<W>; ++k) taps[k] = _mm512_set1_ps(w[k]);
   const __m512 b = _mm512_set1_ps(bias);
   store_results(out, n, stream, [&](int64_t t, __mmask16 m) {
     __m512 acc = b;
-    for (int k = 0; k < W; ++k) acc = _mm512_fmadd_ps(taps[k], _mm512_maskz_loadu_ps(m, window + t + k), acc);
+    for (int k = 0; k < kTapSlots<W>; ++k)
+      if (tap_in_use<W>(k, width))
+        acc = _mm512_fmadd_ps(taps[k], _mm512_maskz_loadu_ps(m, window + t + k), acc);
     return activate16<ACT>(acc);
   });
 }
 
 template <int W, Act ACT, class OutT>
-inline void convolve_channels_store(float* const (&taps)[W], const float* __restrict weights, int64_t row,
+inline void convolve_channels_store(float* const (&taps)[kTapSlots<W>], int width,
+                                    const float* __restrict weights, int64_t row,
                                     const float* __restrict bias, OutT* out, int64_t n, bool stream) {
   store_results(out, n, stream, [&](int64_t c, __mmask16 m) {
     __m512 acc = _mm512_maskz_loadu_ps(m, bias + c);
-    for (int k = 0; k < W; ++k)
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, weights + k * row + c),
-                            _mm512_maskz_loadu_ps(m, taps[k] + c), acc);
+    for (int k = 0; k < kTapSlots<W>; ++k)
+      if (tap_in_use<W>(k, width))
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, weights + k * row + c),
+                              _mm512_maskz_loadu_ps(m, taps[k] + c), acc);
     return activate16<ACT>(acc);
   });
 }

@@ -18,6 +18,7 @@
 #include "convolve.hpp"
 #include "numeric.hpp"
 #include "strided.hpp"
+#include "width.hpp"
 
 namespace deltakern::portable::cpu::DK_CPU_ISA {
 
@@ -29,9 +30,8 @@ inline int64_t wrap(int64_t i, int64_t n) {
 // The state of channels [0, n) as packed rows of exactly S = W-1 elements (the layout a pool
 // (lines, D, W-1) has when it is compact): history comes in through one contiguous load, and
 // a shift is one memmove.
-template <int W>
-inline bool packed_state(const StridedRef& st, int64_t state_len) {
-  return state_len == W - 1 && st.stride[2] == 1 && st.stride[1] == W - 1;
+inline bool packed_state(const StridedRef& st, int64_t state_len, int width) {
+  return state_len == width - 1 && st.stride[2] == 1 && st.stride[1] == width - 1;
 }
 
 // x's element as a state element: the same dtype keeps its bits; an f32 state (the only
@@ -64,19 +64,42 @@ inline void shift_packed(ST* block, int64_t n, const XT* x, int64_t x_channel, i
   }
 }
 
+// shift_packed for the runtime-width kernels (S = width - 1 from 4 up), one small copy per S.
+template <int W, class ST, class XT>
+inline void shift_packed_width(int width, ST* block, int64_t n, const XT* x, int64_t x_channel,
+                               int64_t x_token, int64_t Tq) {
+  if constexpr (W != kRuntimeWidth) {
+    (void)width;
+    shift_packed<W - 1>(block, n, x, x_channel, x_token, Tq);
+  } else {
+    static_assert(kMinRuntimeWidth == 5 && kMaxWidth == 8, "shift_packed_width lists the widths");
+    switch (width) {
+      case 5:
+        return shift_packed<4>(block, n, x, x_channel, x_token, Tq);
+      case 6:
+        return shift_packed<5>(block, n, x, x_channel, x_token, Tq);
+      case 7:
+        return shift_packed<6>(block, n, x, x_channel, x_token, Tq);
+      default:
+        return shift_packed<7>(block, n, x, x_channel, x_token, Tq);
+    }
+  }
+}
+
 template <class XT, int W, Act ACT>
 uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* scratch_base) {
-  constexpr int64_t H = W - 1;
+  const int width = width_of<W>(p.width);
+  const int64_t H = width - 1;
   // Weights, ring and conversion buffer (W rows of R floats each) and the bias:
   // plan.scratch_floats = (3W + 1) R.
   const int64_t R = (p.channel_block + 15) / 16 * 16;
   float* weights = scratch_base;
-  float* ring = weights + W * R;
-  float* scratch = ring + W * R;
-  float* bias = scratch + W * R;
+  float* ring = weights + width * R;
+  float* scratch = ring + width * R;
+  float* bias = scratch + width * R;
   const StridedRef& st = p.state;
   const int64_t S = p.state_len, Tq = p.new_tokens;
-  const bool packed = packed_state<W>(st, S);
+  const bool packed = packed_state(st, S, width);
   uint32_t errors = 0;
   for (int64_t item = begin; item < end; ++item) {
     const int64_t b = item / p.n_channel_blocks;
@@ -89,11 +112,11 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
       for (int64_t t = 0; t < Tq; ++t) fill_zero(out + t * p.out.stride[2], p.out.stride[1], n);
       continue;
     }
-    load_weights<W>(p.weight, p.bias, d0, n, weights, R, bias, scratch);
+    load_weights<W>(p.weight, p.bias, d0, n, weights, R, bias, scratch, width);
     const XT* x = static_cast<const XT*>(p.x.data) + b * p.x.stride[0] + d0 * p.x.stride[1];
     const int64_t state_base = slot.line * st.stride[0] + d0 * st.stride[1];
-    float* taps[W];
-    for (int k = 0; k < W; ++k) taps[k] = ring + k * R;
+    float* taps[kTapSlots<W>];
+    for (int k = 0; k < width; ++k) taps[k] = ring + k * R;
     // Packed rows: the block's whole state as f32 in scratch, [c * H + i].
     if (packed) load_contiguous(st, state_base, n * H, scratch);
 
@@ -110,7 +133,7 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
         }
         const XT* x_t = x + t * p.x.stride[2];
         load_strided(x_t, p.x.stride[1], taps[H], n);
-        convolve_channels_store_strided<W, ACT>(taps, weights, R, bias, out + t * p.out.stride[2],
+        convolve_channels_store_strided<W, ACT>(taps, width, weights, R, bias, out + t * p.out.stride[2],
                                                 p.out.stride[1], n);
         const int64_t slot_t = wrap(written + t, S);
         store_x_column(st, state_base + slot_t * st.stride[2], st.stride[1], x_t, p.x.stride[1], n);
@@ -121,16 +144,20 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
       continue;
     }
 
-    for (int64_t i = 0; i < H; ++i) {
-      if (packed) {
-        for (int64_t c = 0; c < n; ++c) taps[i][c] = scratch[c * H + i];
-      } else {
-        load_column(st, state_base + (S - H + i) * st.stride[2], st.stride[1], taps[i], n);
+    if (packed && W == kRuntimeWidth) {  // the loop below would have a runtime stride
+      deinterleave_runtime(static_cast<int>(H), scratch, n, taps, 0, H);
+    } else {
+      for (int64_t i = 0; i < H; ++i) {
+        if (packed) {
+          for (int64_t c = 0; c < n; ++c) taps[i][c] = scratch[c * H + i];
+        } else {
+          load_column(st, state_base + (S - H + i) * st.stride[2], st.stride[1], taps[i], n);
+        }
       }
     }
     for (int64_t t = 0; t < Tq; ++t) {
       load_strided(x + t * p.x.stride[2], p.x.stride[1], taps[H], n);
-      convolve_channels_store_strided<W, ACT>(taps, weights, R, bias, out + t * p.out.stride[2],
+      convolve_channels_store_strided<W, ACT>(taps, width, weights, R, bias, out + t * p.out.stride[2],
                                               p.out.stride[1], n);
       float* oldest = taps[0];
       for (int k = 0; k < H; ++k) taps[k] = taps[k + 1];
@@ -138,9 +165,11 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
     }
     if (packed) {
       if (st.type == elem_type_of<XT>) {
-        shift_packed<H>(static_cast<XT*>(st.data) + state_base, n, x, p.x.stride[1], p.x.stride[2], Tq);
+        shift_packed_width<W>(width, static_cast<XT*>(st.data) + state_base, n, x, p.x.stride[1],
+                              p.x.stride[2], Tq);
       } else {
-        shift_packed<H>(static_cast<float*>(st.data) + state_base, n, x, p.x.stride[1], p.x.stride[2], Tq);
+        shift_packed_width<W>(width, static_cast<float*>(st.data) + state_base, n, x, p.x.stride[1],
+                              p.x.stride[2], Tq);
       }
       continue;
     }

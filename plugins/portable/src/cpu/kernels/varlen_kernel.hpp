@@ -25,6 +25,7 @@
 #include "convolve.hpp"
 #include "numeric.hpp"
 #include "strided.hpp"
+#include "width.hpp"
 
 namespace deltakern::portable::cpu::DK_CPU_ISA {
 
@@ -74,9 +75,11 @@ inline bool decode_item(const VarlenPlan& p, const ItemCursor& at, VarlenItem& i
   return true;
 }
 
-// Writes zeros to the output tokens [from, to) of channels [d0, d1).
+// Writes zeros to the output tokens [from, to) of channels [d0, d1). (Out of line, as
+// write_state: once per item, and not worth a copy in every kernel.)
 template <class XT>
-inline void zero_tokens(const VarlenPlan& p, int64_t from, int64_t to, int64_t d0, int64_t d1) {
+[[gnu::noinline]] inline void zero_tokens(const VarlenPlan& p, int64_t from, int64_t to, int64_t d0,
+                                          int64_t d1) {
   if (to <= from) return;
   XT* out = static_cast<XT*>(p.out.data);
   const int64_t sd = p.out.stride[0], st = p.out.stride[1];
@@ -106,7 +109,7 @@ inline bool prepare_item(const VarlenPlan& p, const VarlenItem& it, uint32_t& er
 // New state of the item's channels: s[i] = e[L + i]. In increasing i, s[L + i] is read before
 // anything at or after it is written, so the shift works in place.
 template <class XT>
-inline void write_state(const VarlenPlan& p, const VarlenItem& it) {
+[[gnu::noinline]] inline void write_state(const VarlenPlan& p, const VarlenItem& it) {
   const int64_t len = it.seq.len, S = p.state_len;
   if (len == 0 && it.has_prior) return;  // e's last S entries are the prior itself
   const StridedRef& st = p.states;
@@ -152,15 +155,16 @@ struct ChannelScratch {
 // pass. taps[] rotates through a ring of W rows, so each element of x is converted once.
 template <class XT, int W, Act ACT>
 inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, const ChannelScratch& s) {
-  constexpr int64_t H = W - 1;
+  const int width = width_of<W>(p.width);
+  const int64_t H = width - 1;
   const XT* x = static_cast<const XT*>(p.x.data) + it.d0;  // channel stride 1
   XT* out = static_cast<XT*>(p.out.data) + it.d0;
   const int64_t x_step = p.x.stride[1], out_step = p.out.stride[1];
   const StridedRef& st = p.states;
   const int64_t n = it.d1 - it.d0;
-  load_weights<W>(p.weight, p.bias, it.d0, n, s.weights, s.row, s.bias, s.convert);
-  float* taps[W];
-  for (int k = 0; k < W; ++k) taps[k] = s.ring + k * s.row;
+  load_weights<W>(p.weight, p.bias, it.d0, n, s.weights, s.row, s.bias, s.convert, width);
+  float* taps[kTapSlots<W>];
+  for (int k = 0; k < width; ++k) taps[k] = s.ring + k * s.row;
   for (int64_t i = 0; i < H; ++i) {
     const int64_t t = it.t0 - H + i;  // relative to the sequence start; < 0: the prior
     if (t >= 0) {
@@ -181,7 +185,7 @@ inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, cons
         prefetch_span_for_write(out + (token + p.prefetch_ahead) * out_step, n * int64_t{sizeof(XT)});
     }
     load_row(x + token * x_step, taps[H], n);
-    convolve_channels_store<W, ACT>(taps, s.weights, s.row, s.bias, out + token * out_step, n,
+    convolve_channels_store<W, ACT>(taps, width, s.weights, s.row, s.bias, out + token * out_step, n,
                                     p.stream_output);
     float* oldest = taps[0];
     for (int k = 0; k < H; ++k) taps[k] = taps[k + 1];
@@ -193,16 +197,18 @@ inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, cons
 // converted into an f32 window behind their W-1 history and convolved.
 template <class XT, int W, Act ACT>
 inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
-  constexpr int64_t H = W - 1;
+  const int width = width_of<W>(p.width);
+  const int64_t H = width - 1;
   alignas(64) float window[kTimeChunk + kMaxWidth];
   const XT* x = static_cast<const XT*>(p.x.data) + it.seq.start;
   XT* out = static_cast<XT*>(p.out.data) + it.seq.start;
   const StridedRef& st = p.states;
   const int64_t state_base = it.slot.line * st.stride[0] + (p.state_len - H) * st.stride[2];
   for (int64_t d = it.d0; d < it.d1; ++d) {
-    float w[W];
-    for (int k = 0; k < W; ++k)
+    float w[kTapSlots<W>];
+    for (int k = 0; k < width; ++k)
       w[k] = load_f32(p.weight.data, d * p.weight.stride[0] + k * p.weight.stride[1], p.weight.type);
+    for (int k = width; k < kTapSlots<W>; ++k) w[k] = 0.0f;  // runtime width: slots it does not use
     const float bias =
         p.bias.data != nullptr ? load_f32(p.bias.data, d * p.bias.stride[0], p.bias.type) : 0.0f;
     const XT* x_row = x + d * p.x.stride[0];
@@ -217,7 +223,7 @@ inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
         for (int64_t i = 0; i < H; ++i) window[i] = 0.0f;
       }
       load_row(x_row + c0, window + H, n);
-      convolve_time_store<W, ACT>(window, w, bias, out_row + c0, n, p.stream_output);
+      convolve_time_store<W, ACT>(window, w, width, bias, out_row + c0, n, p.stream_output);
     }
   }
 }
@@ -227,7 +233,8 @@ inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
 // the same way and written back as runs.
 template <class XT, int W, Act ACT>
 inline void short_tile_time_contiguous(const VarlenPlan& p, const VarlenItem& it, const ChannelScratch& s) {
-  constexpr int64_t H = W - 1;
+  const int width = width_of<W>(p.width);
+  const int64_t H = width - 1;
   const int64_t n = it.d1 - it.d0, len = it.t1 - it.t0, R = s.row;
   const XT* x = static_cast<const XT*>(p.x.data) + it.seq.start;
   XT* out = static_cast<XT*>(p.out.data) + it.seq.start;
@@ -251,12 +258,12 @@ inline void short_tile_time_contiguous(const VarlenPlan& p, const VarlenItem& it
     const XT* x_row = x + (it.d0 + c) * p.x.stride[0] + it.t0 - H;
     for (int64_t i = from_x; i < H + len; ++i) s.tile[i * R + c] = to_f32(x_row[i]);
   }
-  load_weights<W>(p.weight, p.bias, it.d0, n, s.weights, R, s.bias, s.convert);
+  load_weights<W>(p.weight, p.bias, it.d0, n, s.weights, R, s.bias, s.convert, width);
   XT* staged = reinterpret_cast<XT*>(s.staged);
   for (int64_t t = 0; t < len; ++t) {
-    float* taps[W];
-    for (int k = 0; k < W; ++k) taps[k] = s.tile + (t + k) * R;
-    convolve_channels_store<W, ACT>(taps, s.weights, R, s.bias, staged + t * R, n);
+    float* taps[kTapSlots<W>];
+    for (int k = 0; k < width; ++k) taps[k] = s.tile + (t + k) * R;
+    convolve_channels_store<W, ACT>(taps, width, s.weights, R, s.bias, staged + t * R, n);
   }
   for (int64_t c = 0; c < n; ++c) {
     XT* out_row = out + (it.d0 + c) * p.out.stride[0] + it.t0;
@@ -266,7 +273,7 @@ inline void short_tile_time_contiguous(const VarlenPlan& p, const VarlenItem& it
 
 template <class XT, int W, Act ACT>
 uint32_t varlen_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end, float* scratch) {
-  const ChannelScratch s(p, W, scratch);
+  const ChannelScratch s(p, width_of<W>(p.width), scratch);
   uint32_t errors = 0;
   ItemCursor at(p, begin);
   for (int64_t item = begin; item < end; ++item, at.advance(p)) {
@@ -285,7 +292,7 @@ uint32_t varlen_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end,
 
 template <class XT, int W, Act ACT>
 uint32_t varlen_channel_last(const VarlenPlan& p, int64_t begin, int64_t end, float* scratch) {
-  const ChannelScratch s(p, W, scratch);
+  const ChannelScratch s(p, width_of<W>(p.width), scratch);
   uint32_t errors = 0;
   ItemCursor at(p, begin);
   for (int64_t item = begin; item < end; ++item, at.advance(p)) {
