@@ -23,10 +23,6 @@ std::string error_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + error_text(e));
-}
-
 // Long enough for any call to return; short enough that a call that waits for the GPU
 // fails the case instead of hanging the suite.
 constexpr unsigned long long kGateTimeoutNs = 8'000'000'000ull;
@@ -34,8 +30,8 @@ constexpr unsigned long long kGateTimeoutNs = 8'000'000'000ull;
 }  // namespace
 
 Capture::Capture(void* stream) : stream_(stream) {
-  check(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream_), cudaStreamCaptureModeGlobal),
-        "cudaStreamBeginCapture");
+  check_cuda(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream_), cudaStreamCaptureModeGlobal),
+             "cudaStreamBeginCapture");
   capturing_ = true;
 }
 
@@ -84,7 +80,7 @@ std::string Capture::replay() {
 Gate::Gate(DLDevice device, void* stream) : stream_(stream) {
   activate(device);
   void* p = nullptr;
-  check(cudaHostAlloc(&p, 2 * sizeof(unsigned), cudaHostAllocMapped), "cudaHostAlloc (mapped)");
+  check_cuda(cudaHostAlloc(&p, 2 * sizeof(unsigned), cudaHostAllocMapped), "cudaHostAlloc (mapped)");
   words_ = static_cast<unsigned*>(p);
   words_[0] = 1u;
   words_[1] = 0u;
@@ -101,9 +97,10 @@ void Gate::close() {
   std::atomic_ref<unsigned>(words_[1]).store(0u);
   unsigned* flag_dev = nullptr;
   unsigned* status_dev = nullptr;
-  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_dev), words_, 0), "cudaHostGetDevicePointer");
+  check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_dev), words_, 0),
+             "cudaHostGetDevicePointer");
   status_dev = flag_dev + 1;
-  check(launch_gate_kernel(stream_, flag_dev, status_dev, kGateTimeoutNs), "launching the gate kernel");
+  check_cuda(launch_gate_kernel(stream_, flag_dev, status_dev, kGateTimeoutNs), "launching the gate kernel");
   closed_ = true;
 }
 
@@ -117,10 +114,6 @@ void Gate::open() {
 }
 
 #else
-
-namespace {
-[[noreturn]] void no_cuda() { throw std::runtime_error("the conformance library was built without CUDA"); }
-}  // namespace
 
 Capture::Capture(void* stream) : stream_(stream) { no_cuda(); }
 Capture::~Capture() = default;

@@ -12,19 +12,20 @@
 
 namespace deltakern::conformance {
 
-namespace {
-
-[[noreturn]] void no_cuda() {
+void no_cuda() {
   throw std::runtime_error("this conformance library was built without CUDA; it cannot make CUDA tensors");
 }
 
 #if DELTAKERN_HAVE_CUDA
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(status) + " (" +
-                             cudaGetErrorString(status) + ")");
+void check_cuda(int status, const char* what) {
+  const auto e = static_cast<cudaError_t>(status);
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+                             ")");
 }
 #endif
+
+namespace {
 
 bool is_cpu(DLDevice device) { return device.device_type == kDLCPU; }
 
@@ -43,7 +44,7 @@ DeviceMemory::DeviceMemory(DLDevice device, size_t bytes) : device_(device), byt
   }
 #if DELTAKERN_HAVE_CUDA
   activate(device);
-  check(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes), "cudaMalloc");
+  check_cuda(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes), "cudaMalloc");
 #else
   no_cuda();
 #endif
@@ -86,7 +87,7 @@ void copy_to_host(DLDevice device, void* host_dst, const void* src, size_t bytes
   }
 #if DELTAKERN_HAVE_CUDA
   activate(device);
-  check(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  check_cuda(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
 #else
   no_cuda();
 #endif
@@ -100,10 +101,10 @@ void copy_from_host(DLDevice device, void* dst, const void* host_src, size_t byt
   }
 #if DELTAKERN_HAVE_CUDA
   activate(device);
-  check(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy from host");
+  check_cuda(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy from host");
   // From pageable memory cudaMemcpy may return before the DMA lands; the calls that read
   // these bytes run on a non-blocking stream, which does not wait for the legacy one.
-  check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize (legacy stream)");
+  check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize (legacy stream)");
 #else
   no_cuda();
 #endif
@@ -114,7 +115,7 @@ Stream::Stream(DLDevice device) : device_(device) {
 #if DELTAKERN_HAVE_CUDA
   activate(device);
   cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   stream_ = s;
 #else
   no_cuda();
@@ -133,14 +134,14 @@ Stream::~Stream() {
 void Stream::synchronize() const {
 #if DELTAKERN_HAVE_CUDA
   if (stream_ != nullptr)
-    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
+    check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 #endif
 }
 
 void activate(DLDevice device) {
   if (is_cpu(device)) return;
 #if DELTAKERN_HAVE_CUDA
-  check(cudaSetDevice(device.device_id), "cudaSetDevice");
+  check_cuda(cudaSetDevice(device.device_id), "cudaSetDevice");
 #else
   no_cuda();
 #endif

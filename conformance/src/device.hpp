@@ -10,6 +10,13 @@
 
 namespace deltakern::conformance {
 
+// Throws: this library was built without CUDA (every CUDA entry point of a CPU-only build).
+[[noreturn]] void no_cuda();
+
+// Throws "<what>: <error name> (<error string>)" unless `status`, a cudaError_t, is
+// cudaSuccess. Defined in CUDA builds only.
+void check_cuda(int status, const char* what);
+
 // One allocation, owned. Host copies in and out are synchronous.
 class DeviceMemory {
  public:
