@@ -13,8 +13,7 @@ namespace deltakern::python {
 std::string dtype_name(const DLDataType& dtype) {
   ScalarType t;
   if (scalar_type_of(dtype, &t)) return short_name(t);
-  return "dtype(code=" + std::to_string(dtype.code) + ", bits=" + std::to_string(dtype.bits) +
-         ", lanes=" + std::to_string(dtype.lanes) + ")";
+  return plugin::dtype_name(dtype);  // a dtype outside the vocabulary: the one long spelling
 }
 
 DLDataType dtype_from_name(std::string_view name, std::string_view what) {
