@@ -10,8 +10,9 @@
 #                               at that tier on every GPU-machine target at once (see tiers()).
 #   scripts/gpu-check.sh run    on the GPU machine, from a copy of the repository that holds
 #                               .carry/ (no -dev packages, no network needed): nvidia-smi, the
-#                               native self-test (tests/gpu), the unit and conformance tests on
-#                               every backend and device, the cut digests (tests/gpu), bench_gpu,
+#                               native self-test and the first-call capture (tests/gpu), the unit
+#                               and conformance tests on every backend and device, the cut
+#                               digests (tests/gpu), bench_gpu,
 #                               compute-sanitizer when present, and native_kernel_bench. Logs
 #                               and the markdown table go to $OUT (default ./gpu-results); a
 #                               summary table ends the output. Every step runs under a time limit
@@ -213,6 +214,8 @@ run() {
   else
     skip "native self-test" "not built"
   fi
+  # A process whose first calls are made inside a graph capture (the core's first allocation there).
+  [ -x "$bin/first_call_capture" ] && step "first calls inside a graph capture (portable)" 60 "$bin/first_call_capture"
   # Unit tests, then the conformance suite (every discovered backend on every device it can use).
   local t
   for t in "$bin"/test_*; do

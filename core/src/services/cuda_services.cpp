@@ -55,12 +55,29 @@ struct DevicePool {
   std::once_flag once;
   cudaMemPool_t pool = nullptr;
 };
+
+// The pool is made at the first allocation, which may be the first call of a process made inside
+// an engine's graph capture. In the capture's default (global) mode the runtime refuses a pool's
+// creation there and invalidates the whole capture (H200: the capture's allocation then failed,
+// "operation failed due to a previous error during capture"), so this thread creates it in relaxed
+// mode, as PyTorch's allocator does for its cudaMalloc. Creating a pool enqueues nothing.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() noexcept { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
 std::array<DevicePool, kCachedDevices> device_pools;
 
 cudaMemPool_t output_pool(int device) noexcept {
   if (device < 0 || device >= kCachedDevices) return nullptr;
   DevicePool& slot = device_pools[device];
   std::call_once(slot.once, [&] {
+    const RelaxedCaptureMode relaxed;
     int supported = 0;
     if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess ||
         supported == 0) {
