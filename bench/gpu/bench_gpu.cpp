@@ -5,12 +5,14 @@
 // - varlen: bf16, width 4, silu, D 8192 and 4096, 1k..128k tokens as one sequence, 8 equal and
 //   64 mixed lengths, both layouts of x; eager calls timed back to back with events.
 // - update: single token, D 8192, batch 1..1024, recorded into a CUDA graph and replayed.
+// - serving: the shapes servers see, replayed from graphs (serving_rows.cpp): short packed
+//   prefill on a dim-contiguous 256-line state pool, decode on both state layouts.
 // - host time of one eager call (checks, dispatch, launch), host clock, median.
 // - a plain 16-byte copy kernel on x's bytes (copy_kernel.cu), as a share of the driver's copy:
 //   the part of the ceiling that a kernel moving the bytes and nothing else reaches.
 // Inputs are random and non-zero; buffers rotate so that L2 does not flatter small cases.
 //
-//   bench_gpu [--out results.md] [--quick] [--backends native,portable] [--only varlen|update|eager]
+//   bench_gpu [--out results.md] [--quick] [--backends native,portable] [--only varlen|update|serving|eager]
 //             [--dims 8192,4096] [--tokens 8192,32768] [--layouts time,channel-last]   (varlen sweeps)
 #include <deltakern/deltakern.hpp>
 #include <deltakern/runtime.hpp>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_rows.hpp"
 #include "gpu_util.hpp"
 
 using namespace dkgpu;
@@ -57,17 +60,6 @@ double median_host_us(cudaStream_t s, F&& f) {
   std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
   return us[us.size() / 2];
 }
-
-struct Row {
-  std::string op, shape, layout, backend;
-  double us = 0, gbs = 0, pct = 0;
-  double ratio = 0;  // native us / portable us, on native rows
-};
-
-struct Backend {
-  std::string name;
-  std::unique_ptr<deltakern::Runtime> rt;
-};
 
 std::vector<int64_t> int_list(const std::string& text) {
   std::vector<int64_t> v;
@@ -346,6 +338,7 @@ int main(int argc, char** argv) {
       for (auto& [n, us] : us_of) std::printf("  %s %7.2f us", n.c_str(), us);
       std::printf("\n");
     }
+    if (section("serving")) serving_rows(backends, stream, ev, rng, ceiling_gbs, rows);
     // The floor under every host time above and below: one bare kernel launch on this machine.
     rows.push_back({"host time", "bare empty-kernel launch (floor)", "-", "cuda",
                     median_host_us(stream, [&] { DKGPU_CHECK(dkgpu_launch_empty(stream)); }), 0, 0});

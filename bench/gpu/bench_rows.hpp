@@ -1,0 +1,37 @@
+// bench_gpu's vocabulary: a row of its table, a backend under test, and the sections that live in
+// files of their own (serving_rows.cpp).
+#pragma once
+
+#include <deltakern/runtime.hpp>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_util.hpp"
+
+namespace dkgpu {
+
+struct Row {
+  std::string op, shape, layout, backend;
+  double us = 0, gbs = 0, pct = 0;
+  double ratio = 0;  // native us / portable us, on native rows
+};
+
+struct Backend {
+  std::string name;
+  std::unique_ptr<deltakern::Runtime> rt;
+};
+
+// The shapes servers see (issue 19), every call replayed from a CUDA graph over rotating cold
+// buffers: short packed prefill (1k and 8k tokens, D 8192 and 4096, one sequence / 8 equal / 64
+// mixed, both layouts of x) with conv_states a 256-line pool stored dim-contiguous (stride(1) == 1,
+// as vLLM and SGLang keep it), random distinct cache lines and random initial-state flags, against
+// a same-size device copy replayed the same way; and decode (one token, D 8192, batch 1 to 1024)
+// on a pool of max(256, batch) lines in both state layouts, compact and dim-contiguous, against the
+// 1 GiB copy's rate `ceiling_gbs`.
+void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
+                  double ceiling_gbs, std::vector<Row>& rows);
+
+}  // namespace dkgpu

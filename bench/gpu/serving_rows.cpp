@@ -1,0 +1,233 @@
+// bench_gpu's serving section (bench_rows.hpp says what it measures). Every time here is a CUDA
+// graph's replay divided by the calls captured in it, so launch gaps are out of the figures as
+// they are out of an engine's decode and piecewise-graphed prefill.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench_rows.hpp"
+
+namespace dkgpu {
+namespace {
+
+constexpr int64_t kPoolLines = 256;
+constexpr int64_t kStateLen = 3, kWidth = 4;
+constexpr int kReplays = 20;
+
+// conv_states (lines, D, S): compact per line (strides D*S, S, 1) or dim-contiguous (D*S, 1, D).
+View pool_view(void* data, int64_t lines, int64_t D, bool dim_contiguous) {
+  const DLDataType bf16 = to_dl(ScalarType::bf16);
+  return dim_contiguous ? View(data, 0, bf16, {lines, D, kStateLen}, {D * kStateLen, 1, D})
+                        : View(data, 0, bf16, {lines, D, kStateLen}, {D * kStateLen, kStateLen, 1});
+}
+
+// n distinct lines of a pool of `lines`, in random order.
+std::vector<int32_t> random_lines(int64_t n, int64_t lines, std::mt19937_64& rng) {
+  std::vector<int32_t> all(lines);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(n);
+  return all;
+}
+
+DeviceBuffer upload(const void* host, size_t bytes) {
+  DeviceBuffer d(bytes);
+  DKGPU_CHECK(cudaMemcpy(d.get(), host, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Device time per call: call(0 .. calls-1) captured into one graph, the graph replayed.
+template <class F>
+double graph_us(cudaStream_t s, EventTimer& ev, int calls, F&& call) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  DKGPU_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  try {
+    for (int i = 0; i < calls; ++i) call(i);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);
+    cudaGetLastError();
+    throw;
+  }
+  DKGPU_CHECK(cudaStreamEndCapture(s, &graph));
+  DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double us = ev.us_per_call(s, kReplays, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, s)); }) / calls;
+  DKGPU_CHECK(cudaGraphExecDestroy(exec));
+  DKGPU_CHECK(cudaGraphDestroy(graph));
+  return us;
+}
+
+// Runs one backend's rows, reporting a failure (a refused call, an uncapturable one) without
+// stopping the section.
+template <class F>
+void try_row(const char* what, const std::string& backend, cudaStream_t s, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::printf("%s %s: %s\n", what, backend.c_str(), e.what());
+    cudaGetLastError();
+    DKGPU_CHECK(cudaStreamSynchronize(s));
+  }
+}
+
+void native_over_portable(std::vector<Row>& rows, size_t first) {
+  std::map<std::string, double> portable;
+  for (size_t i = first; i < rows.size(); ++i)
+    if (rows[i].backend == "portable") portable[rows[i].op + rows[i].shape + rows[i].layout] = rows[i].us;
+  for (size_t i = first; i < rows.size(); ++i)
+    if (rows[i].backend == "native")
+      if (auto it = portable.find(rows[i].op + rows[i].shape + rows[i].layout); it != portable.end())
+        rows[i].ratio = rows[i].us / it->second;
+}
+
+void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev, std::mt19937_64& rng,
+                  std::vector<Row>& rows) {
+  const DLDataType bf16 = to_dl(ScalarType::bf16), i32 = to_dl(ScalarType::i32), u8 = to_dl(ScalarType::u8);
+  for (const int64_t D : {8192, 4096})
+    for (const int64_t T : {1024, 8192}) {
+      const size_t x_bytes = static_cast<size_t>(D * T * 2);
+      // Enough buffers that a replay reads from DRAM, not L2 (50 MB on the H200).
+      const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / x_bytes, 2, 16));
+      std::vector<DeviceBuffer> xs;
+      for (int i = 0; i < nbuf; ++i) {
+        xs.emplace_back(x_bytes);
+        fill_random_bf16(xs.back().get(), x_bytes, s, rng);
+      }
+      DeviceBuffer copy_dst(x_bytes), pool(kPoolLines * D * kStateLen * 2), weight(D * kWidth * 2),
+          bias(D * 2);
+      fill_random_bf16(pool.get(), pool.bytes(), s, rng);
+      fill_random_bf16(weight.get(), weight.bytes(), s, rng);
+      fill_random_bf16(bias.get(), bias.bytes(), s, rng);
+      const View wv(weight.get(), 0, bf16, {D, kWidth}, {kWidth, 1}), bv(bias.get(), 0, bf16, {D}, {1});
+      const View pv = pool_view(pool.get(), kPoolLines, D, true);
+
+      const double copy_us = graph_us(s, ev, nbuf, [&](int i) {
+        DKGPU_CHECK(cudaMemcpyAsync(copy_dst.get(), xs[i].get(), x_bytes, cudaMemcpyDeviceToDevice, s));
+      });
+      const double copy_gbs = 2.0 * x_bytes / copy_us * 1e-3;
+      char size[48];
+      std::snprintf(size, sizeof size, "D=%ld T=%ldk", static_cast<long>(D), static_cast<long>(T / 1024));
+      rows.push_back({"copy (graph)", size, "-", "cuda", copy_us, copy_gbs, 100.0});
+
+      for (int pattern : {0, 1, 2}) {
+        const std::vector<int64_t> lens = batch_lengths(T, pattern, rng);
+        const int64_t B = static_cast<int64_t>(lens.size());
+        std::vector<int32_t> starts = {0};
+        for (auto l : lens) starts.push_back(starts.back() + static_cast<int32_t>(l));
+        std::vector<uint8_t> init(B);
+        for (auto& v : init) v = static_cast<uint8_t>(rng() & 1);
+        const std::vector<int32_t> lines = random_lines(B, kPoolLines, rng);
+        DeviceBuffer q = upload(starts.data(), starts.size() * 4),
+                     idx = upload(lines.data(), lines.size() * 4), flags = upload(init.data(), init.size());
+        const View qv(q.get(), 0, i32, {B + 1}, {1}), iv(idx.get(), 0, i32, {B}, {1}),
+            fv(flags.get(), 0, u8, {B}, {1});
+        const double bytes = 2.0 * x_bytes + 2.0 * B * D * kStateLen * 2;  // x in, out, states in + out
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%s %s", size,
+                      pattern == 0   ? "1 seq"
+                      : pattern == 1 ? "8 eq"
+                                     : "64 mixed");
+        for (const bool channel_last : {false, true}) {
+          std::vector<View> xv;
+          for (auto& b : xs)
+            xv.emplace_back(b.get(), 0, bf16, std::vector<int64_t>{D, T},
+                            channel_last ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
+          for (auto& be : backends)
+            try_row(shape, be.name, s, [&] {
+              const double us = graph_us(s, ev, nbuf, [&](int i) {
+                deltakern::CausalConv1dVarlenArgs a;
+                a.x = xv[i].get();
+                a.weight = wv.get();
+                a.bias = bv.get();
+                a.conv_states = pv.get();
+                a.query_start_loc = qv.get();
+                a.cache_indices = iv.get();
+                a.has_initial_state = fv.get();
+                a.activation = deltakern::Activation::silu;
+                a.max_seq_len = *std::max_element(lens.begin(), lens.end());
+                a.stream = s;
+                deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
+              });
+              const double gbs = bytes / us * 1e-3;
+              rows.push_back({"prefill (graph)", shape, channel_last ? "channel-last" : "time", be.name, us,
+                              gbs, 100.0 * gbs / copy_gbs});
+            });
+        }
+      }
+      std::printf("serving prefill %s: copy %.2f us\n", size, copy_us);
+      std::fflush(stdout);
+    }
+}
+
+void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev, std::mt19937_64& rng,
+                 double ceiling_gbs, std::vector<Row>& rows) {
+  const DLDataType bf16 = to_dl(ScalarType::bf16), i32 = to_dl(ScalarType::i32);
+  constexpr int64_t D = 8192;
+  for (const int64_t batch : {1, 8, 64, 256, 1024}) {
+    const int64_t lines = std::max(kPoolLines, batch);
+    const size_t pool_bytes = static_cast<size_t>(lines * D * kStateLen * 2);
+    const size_t per_call = static_cast<size_t>(batch * D * 2 * (2 + 2 * kStateLen));  // x, out, state r+w
+    // Rotate whole pools too: a batch of 1024 touches 50 MB of states a call.
+    const int nbuf =
+        static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / (pool_bytes + batch * D * 2), 2, 32));
+    std::vector<DeviceBuffer> xs, pools;
+    for (int i = 0; i < nbuf; ++i) {
+      xs.emplace_back(batch * D * 2);
+      pools.emplace_back(pool_bytes);
+      fill_random_bf16(xs.back().get(), xs.back().bytes(), s, rng);
+      fill_random_bf16(pools.back().get(), pool_bytes, s, rng);
+    }
+    DeviceBuffer weight(D * kWidth * 2), bias(D * 2);
+    fill_random_bf16(weight.get(), weight.bytes(), s, rng);
+    fill_random_bf16(bias.get(), bias.bytes(), s, rng);
+    const std::vector<int32_t> chosen = random_lines(batch, lines, rng);
+    DeviceBuffer idx = upload(chosen.data(), chosen.size() * 4);
+    const View wv(weight.get(), 0, bf16, {D, kWidth}, {kWidth, 1}), bv(bias.get(), 0, bf16, {D}, {1});
+    const View iv(idx.get(), 0, i32, {batch}, {1});
+    char shape[48];
+    std::snprintf(shape, sizeof shape, "batch=%ld D=8192 pool %ld", static_cast<long>(batch),
+                  static_cast<long>(lines));
+    for (const bool dim_contiguous : {false, true}) {
+      std::vector<View> xv, sv;
+      for (int i = 0; i < nbuf; ++i) {
+        xv.emplace_back(xs[i].get(), 0, bf16, std::vector<int64_t>{batch, D}, std::vector<int64_t>{D, 1});
+        sv.push_back(pool_view(pools[i].get(), lines, D, dim_contiguous));
+      }
+      for (auto& be : backends)
+        try_row(shape, be.name, s, [&] {
+          const int calls = std::max(nbuf, 32);
+          const double us = graph_us(s, ev, calls, [&](int i) {
+            deltakern::CausalConv1dUpdateArgs a;
+            a.x = xv[i % nbuf].get();
+            a.conv_state = sv[i % nbuf].get();
+            a.weight = wv.get();
+            a.bias = bv.get();
+            a.conv_state_indices = iv.get();
+            a.activation = deltakern::Activation::silu;
+            a.stream = s;
+            deltakern::Tensor r = be.rt->causal_conv1d_update(a);
+          });
+          const double gbs = per_call / us * 1e-3;
+          rows.push_back({"decode (graph)", shape, dim_contiguous ? "dim-contiguous" : "compact", be.name, us,
+                          gbs, 100.0 * gbs / ceiling_gbs});
+        });
+    }
+    std::printf("serving decode %s done\n", shape);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
+                  double ceiling_gbs, std::vector<Row>& rows) {
+  const size_t first = rows.size();
+  prefill_rows(backends, stream, ev, rng, rows);
+  decode_rows(backends, stream, ev, rng, ceiling_gbs, rows);
+  native_over_portable(rows, first);
+}
+
+}  // namespace dkgpu
