@@ -301,23 +301,7 @@ int main(int argc, char** argv) {
           deltakern::Tensor r = be.rt->causal_conv1d_update(a);
         };
         try {
-          const int per_graph = std::max(nbuf, 32);
-          cudaGraph_t graph;
-          cudaGraphExec_t exec;
-          DKGPU_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-          try {
-            for (int i = 0; i < per_graph; ++i) call(i);
-          } catch (...) {
-            cudaStreamEndCapture(stream, &graph);
-            throw;
-          }
-          DKGPU_CHECK(cudaStreamEndCapture(stream, &graph));
-          DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-          const double us = ev.us_per_call(stream, 20, [&](int) {
-            DKGPU_CHECK(cudaGraphLaunch(exec, stream));
-          }) / per_graph;
-          DKGPU_CHECK(cudaGraphExecDestroy(exec));
-          DKGPU_CHECK(cudaGraphDestroy(graph));
+          const double us = graph_us(stream, ev, std::max(nbuf, 32), call);
           us_of[be.name] = us;
           const double gbs = 2.0 * per_call / us * 1e-3;
           rows.push_back({"update (graph)", shape, "-", be.name, us, gbs, 100.0 * gbs / ceiling_gbs});

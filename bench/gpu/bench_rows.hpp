@@ -24,6 +24,28 @@ struct Backend {
   std::unique_ptr<deltakern::Runtime> rt;
 };
 
+// Device time per call: call(0 .. calls-1) captured into one graph on `s` (global mode), the
+// graph replayed 20 times.
+template <class F>
+double graph_us(cudaStream_t s, EventTimer& ev, int calls, F&& call) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  DKGPU_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  try {
+    for (int i = 0; i < calls; ++i) call(i);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);
+    cudaGetLastError();
+    throw;
+  }
+  DKGPU_CHECK(cudaStreamEndCapture(s, &graph));
+  DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double us = ev.us_per_call(s, 20, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, s)); }) / calls;
+  DKGPU_CHECK(cudaGraphExecDestroy(exec));
+  DKGPU_CHECK(cudaGraphDestroy(graph));
+  return us;
+}
+
 // The shapes servers see (issue 19), every call replayed from a CUDA graph over rotating cold
 // buffers: short packed prefill (1k and 8k tokens, D 8192 and 4096, one sequence / 8 equal / 64
 // mixed, both layouts of x) with conv_states a 256-line pool stored dim-contiguous (stride(1) == 1,

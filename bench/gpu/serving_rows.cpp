@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64_t kPoolLines = 256;
 constexpr int64_t kStateLen = 3, kWidth = 4;
-constexpr int kReplays = 20;
 
 // conv_states (lines, D, S): compact per line (strides D*S, S, 1) or dim-contiguous (D*S, 1, D).
 View pool_view(void* data, int64_t lines, int64_t D, bool dim_contiguous) {
@@ -37,27 +36,6 @@ DeviceBuffer upload(const void* host, size_t bytes) {
   DeviceBuffer d(bytes);
   DKGPU_CHECK(cudaMemcpy(d.get(), host, bytes, cudaMemcpyHostToDevice));
   return d;
-}
-
-// Device time per call: call(0 .. calls-1) captured into one graph, the graph replayed.
-template <class F>
-double graph_us(cudaStream_t s, EventTimer& ev, int calls, F&& call) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  DKGPU_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  try {
-    for (int i = 0; i < calls; ++i) call(i);
-  } catch (...) {
-    cudaStreamEndCapture(s, &graph);
-    cudaGetLastError();
-    throw;
-  }
-  DKGPU_CHECK(cudaStreamEndCapture(s, &graph));
-  DKGPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  const double us = ev.us_per_call(s, kReplays, [&](int) { DKGPU_CHECK(cudaGraphLaunch(exec, s)); }) / calls;
-  DKGPU_CHECK(cudaGraphExecDestroy(exec));
-  DKGPU_CHECK(cudaGraphDestroy(graph));
-  return us;
 }
 
 // Runs one backend's rows, reporting a failure (a refused call, an uncapturable one) without
