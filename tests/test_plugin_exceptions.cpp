@@ -75,7 +75,10 @@ BOOST_AUTO_TEST_CASE(an_exception_out_of_the_device_probe_keeps_its_message) {
       std::find_if(p->devices.begin(), p->devices.end(), [](const auto& d) { return d.type == kDLCUDA; });
   BOOST_TEST_REQUIRE((cuda != p->devices.end()));
   BOOST_TEST(!cuda->available);
-  BOOST_TEST(cuda->reason == "probe threw std::exception: no CUDA here, and said so by throwing");
+  if (DK_TEST_CORE_HAS_CUDA)
+    BOOST_TEST(cuda->reason == "probe threw std::exception: no CUDA here, and said so by throwing");
+  else  // a core without CUDA answers for the device itself and asks no probe (plugin_library.cpp)
+    BOOST_TEST(cuda->reason.find("this deltakern core was built without CUDA") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(an_exception_out_of_check_errors_keeps_its_message) {
