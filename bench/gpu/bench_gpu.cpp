@@ -223,25 +223,16 @@ int main(int argc, char** argv) {
               const auto one_out = [&](int i) { be.rt->causal_conv1d_varlen_out(args(i), *ov.get()); };
               for (const bool out_variant : {false, true}) {
                 const std::string name = out_variant ? be.name + " (out)" : be.name;
-                try {
-                  const double us = out_variant ? ev.us_per_call(stream, iters, one_out)
-                                                : ev.us_per_call(stream, iters, one);
-                  us_of[name] = us;
-                  rows.push_back({"varlen", shape, cl ? "channel-last" : "time", name, us, bytes / us * 1e-3,
-                                  100.0 * bytes / us * 1e-3 / ceiling});
-                } catch (const std::exception& e) {
-                  std::printf("varlen %s %s %s: %s\n", shape, cl ? "channel-last" : "time", name.c_str(),
-                              e.what());
-                  DKGPU_CHECK(cudaStreamSynchronize(stream));
-                }
+                try_row(std::string("varlen ") + shape + (cl ? " channel-last " : " time ") + name, stream,
+                        [&] {
+                          const double us = out_variant ? ev.us_per_call(stream, iters, one_out)
+                                                        : ev.us_per_call(stream, iters, one);
+                          us_of[name] = us;
+                          rows.push_back({"varlen", shape, cl ? "channel-last" : "time", name, us,
+                                          bytes / us * 1e-3, 100.0 * bytes / us * 1e-3 / ceiling});
+                        });
               }
             }
-            for (auto& r : rows)
-              if (r.op == "varlen" && r.shape == shape && r.layout == (cl ? "channel-last" : "time")) {
-                if (r.backend == "native" && us_of.count("portable")) r.ratio = r.us / us_of["portable"];
-                if (r.backend == "native (out)" && us_of.count("portable (out)"))
-                  r.ratio = r.us / us_of["portable (out)"];
-              }
             std::printf("varlen %-24s %-12s copy %8.2f us", shape, cl ? "channel-last" : "time", copy_us);
             for (auto& [n, us] : us_of) std::printf("  %s %8.2f us", n.c_str(), us);
             std::printf("\n");
@@ -300,7 +291,7 @@ int main(int argc, char** argv) {
           a.stream = stream;
           deltakern::Tensor r = be.rt->causal_conv1d_update(a);
         };
-        try {
+        try_row(std::string("update ") + shape + " " + be.name, stream, [&] {
           const double us = graph_us(stream, ev, std::max(nbuf, 32), call);
           us_of[be.name] = us;
           const double gbs = 2.0 * per_call / us * 1e-3;
@@ -309,15 +300,8 @@ int main(int argc, char** argv) {
             const double host = median_host_us(stream, [&] { call(0); });
             rows.push_back({"host time", "update batch=1 eager", "-", be.name, host, 0, 0});
           }
-        } catch (const std::exception& e) {
-          std::printf("update %s %s: %s\n", shape, be.name.c_str(), e.what());
-          cudaGetLastError();
-          DKGPU_CHECK(cudaStreamSynchronize(stream));
-        }
+        });
       }
-      for (auto& r : rows)
-        if (r.op == "update (graph)" && r.shape == shape && r.backend == "native" && us_of.count("portable"))
-          r.ratio = r.us / us_of["portable"];
       std::printf("update %-24s", shape);
       for (auto& [n, us] : us_of) std::printf("  %s %7.2f us", n.c_str(), us);
       std::printf("\n");
@@ -359,22 +343,19 @@ int main(int argc, char** argv) {
           char shape[80];
           std::snprintf(shape, sizeof shape, "varlen D=8192 T=%ldk, max_seq_len %s",
                         static_cast<long>(T / 1024), given ? "given" : "omitted");
-          try {
+          try_row(std::string(shape) + " " + be.name, stream, [&] {
             rows.push_back(
                 {"eager, back to back", shape, "time", be.name, ev.us_per_call(stream, 50, call), 0, 0});
             if (T == 8192)
               rows.push_back(
                   {"host time", shape, "time", be.name, median_host_us(stream, [&] { call(0); }), 0, 0});
-          } catch (const std::exception& e) {
-            std::printf("%s %s: %s\n", shape, be.name.c_str(), e.what());
-            cudaGetLastError();
-            DKGPU_CHECK(cudaStreamSynchronize(stream));
-          }
+          });
         }
       }
     }
 
     // ---- tables
+    native_over_portable(rows);
     std::ostringstream md;
     md << "| op | shape | layout | backend | us | GB/s | % of copy | native/portable |\n"
        << "|---|---|---|---|---:|---:|---:|---:|\n";

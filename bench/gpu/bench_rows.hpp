@@ -4,6 +4,8 @@
 
 #include <deltakern/runtime.hpp>
 
+#include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -44,6 +46,34 @@ double graph_us(cudaStream_t s, EventTimer& ev, int calls, F&& call) {
   DKGPU_CHECK(cudaGraphExecDestroy(exec));
   DKGPU_CHECK(cudaGraphDestroy(graph));
   return us;
+}
+
+// Runs one backend's measurement, reporting a failure (a refused call, an uncapturable one) as
+// "<what>: <error>" without stopping the section.
+template <class F>
+void try_row(const std::string& what, cudaStream_t s, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::printf("%s: %s\n", what.c_str(), e.what());
+    cudaGetLastError();
+    DKGPU_CHECK(cudaStreamSynchronize(s));
+  }
+}
+
+// Fills each throughput row's ratio (rows with a GB/s figure): a native row's time over the
+// portable row of the same op, shape and layout ("native (out)" over "portable (out)").
+inline void native_over_portable(std::vector<Row>& rows) {
+  std::map<std::string, double> portable;
+  const auto key = [](const Row& r, const std::string& suffix) {
+    return r.op + '|' + r.shape + '|' + r.layout + suffix;
+  };
+  for (const Row& r : rows)
+    if (r.gbs > 0 && r.backend.rfind("portable", 0) == 0) portable[key(r, r.backend.substr(8))] = r.us;
+  for (Row& r : rows)
+    if (r.gbs > 0 && r.backend.rfind("native", 0) == 0)
+      if (auto it = portable.find(key(r, r.backend.substr(6))); it != portable.end())
+        r.ratio = r.us / it->second;
 }
 
 // The shapes servers see (issue 19), every call replayed from a CUDA graph over rotating cold

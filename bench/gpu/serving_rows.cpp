@@ -3,7 +3,6 @@
 // they are out of an engine's decode and piecewise-graphed prefill.
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -36,29 +35,6 @@ DeviceBuffer upload(const void* host, size_t bytes) {
   DeviceBuffer d(bytes);
   DKGPU_CHECK(cudaMemcpy(d.get(), host, bytes, cudaMemcpyHostToDevice));
   return d;
-}
-
-// Runs one backend's rows, reporting a failure (a refused call, an uncapturable one) without
-// stopping the section.
-template <class F>
-void try_row(const char* what, const std::string& backend, cudaStream_t s, F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    std::printf("%s %s: %s\n", what, backend.c_str(), e.what());
-    cudaGetLastError();
-    DKGPU_CHECK(cudaStreamSynchronize(s));
-  }
-}
-
-void native_over_portable(std::vector<Row>& rows, size_t first) {
-  std::map<std::string, double> portable;
-  for (size_t i = first; i < rows.size(); ++i)
-    if (rows[i].backend == "portable") portable[rows[i].op + rows[i].shape + rows[i].layout] = rows[i].us;
-  for (size_t i = first; i < rows.size(); ++i)
-    if (rows[i].backend == "native")
-      if (auto it = portable.find(rows[i].op + rows[i].shape + rows[i].layout); it != portable.end())
-        rows[i].ratio = rows[i].us / it->second;
 }
 
 void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev, std::mt19937_64& rng,
@@ -114,25 +90,26 @@ void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev
             xv.emplace_back(b.get(), 0, bf16, std::vector<int64_t>{D, T},
                             channel_last ? std::vector<int64_t>{1, D} : std::vector<int64_t>{T, 1});
           for (auto& be : backends)
-            try_row(shape, be.name, s, [&] {
-              const double us = graph_us(s, ev, nbuf, [&](int i) {
-                deltakern::CausalConv1dVarlenArgs a;
-                a.x = xv[i].get();
-                a.weight = wv.get();
-                a.bias = bv.get();
-                a.conv_states = pv.get();
-                a.query_start_loc = qv.get();
-                a.cache_indices = iv.get();
-                a.has_initial_state = fv.get();
-                a.activation = deltakern::Activation::silu;
-                a.max_seq_len = *std::max_element(lens.begin(), lens.end());
-                a.stream = s;
-                deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
-              });
-              const double gbs = bytes / us * 1e-3;
-              rows.push_back({"prefill (graph)", shape, channel_last ? "channel-last" : "time", be.name, us,
-                              gbs, 100.0 * gbs / copy_gbs});
-            });
+            try_row(std::string("prefill ") + shape + (channel_last ? " channel-last " : " time ") + be.name,
+                    s, [&] {
+                      const double us = graph_us(s, ev, nbuf, [&](int i) {
+                        deltakern::CausalConv1dVarlenArgs a;
+                        a.x = xv[i].get();
+                        a.weight = wv.get();
+                        a.bias = bv.get();
+                        a.conv_states = pv.get();
+                        a.query_start_loc = qv.get();
+                        a.cache_indices = iv.get();
+                        a.has_initial_state = fv.get();
+                        a.activation = deltakern::Activation::silu;
+                        a.max_seq_len = *std::max_element(lens.begin(), lens.end());
+                        a.stream = s;
+                        deltakern::Tensor r = be.rt->causal_conv1d_varlen(a);
+                      });
+                      const double gbs = bytes / us * 1e-3;
+                      rows.push_back({"prefill (graph)", shape, channel_last ? "channel-last" : "time",
+                                      be.name, us, gbs, 100.0 * gbs / copy_gbs});
+                    });
         }
       }
       std::printf("serving prefill %s: copy %.2f us\n", size, copy_us);
@@ -175,23 +152,25 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
         sv.push_back(pool_view(pools[i].get(), lines, D, dim_contiguous));
       }
       for (auto& be : backends)
-        try_row(shape, be.name, s, [&] {
-          const int calls = std::max(nbuf, 32);
-          const double us = graph_us(s, ev, calls, [&](int i) {
-            deltakern::CausalConv1dUpdateArgs a;
-            a.x = xv[i % nbuf].get();
-            a.conv_state = sv[i % nbuf].get();
-            a.weight = wv.get();
-            a.bias = bv.get();
-            a.conv_state_indices = iv.get();
-            a.activation = deltakern::Activation::silu;
-            a.stream = s;
-            deltakern::Tensor r = be.rt->causal_conv1d_update(a);
-          });
-          const double gbs = per_call / us * 1e-3;
-          rows.push_back({"decode (graph)", shape, dim_contiguous ? "dim-contiguous" : "compact", be.name, us,
-                          gbs, 100.0 * gbs / ceiling_gbs});
-        });
+        try_row(
+            std::string("decode ") + shape + (dim_contiguous ? " dim-contiguous " : " compact ") + be.name, s,
+            [&] {
+              const int calls = std::max(nbuf, 32);
+              const double us = graph_us(s, ev, calls, [&](int i) {
+                deltakern::CausalConv1dUpdateArgs a;
+                a.x = xv[i % nbuf].get();
+                a.conv_state = sv[i % nbuf].get();
+                a.weight = wv.get();
+                a.bias = bv.get();
+                a.conv_state_indices = iv.get();
+                a.activation = deltakern::Activation::silu;
+                a.stream = s;
+                deltakern::Tensor r = be.rt->causal_conv1d_update(a);
+              });
+              const double gbs = per_call / us * 1e-3;
+              rows.push_back({"decode (graph)", shape, dim_contiguous ? "dim-contiguous" : "compact", be.name,
+                              us, gbs, 100.0 * gbs / ceiling_gbs});
+            });
     }
     std::printf("serving decode %s done\n", shape);
     std::fflush(stdout);
@@ -202,10 +181,8 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
 
 void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
                   double ceiling_gbs, std::vector<Row>& rows) {
-  const size_t first = rows.size();
   prefill_rows(backends, stream, ev, rng, rows);
   decode_rows(backends, stream, ev, rng, ceiling_gbs, rows);
-  native_over_portable(rows, first);
 }
 
 }  // namespace dkgpu
