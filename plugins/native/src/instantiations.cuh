@@ -53,7 +53,8 @@ inline constexpr ScalarType kScalarTypeOf = std::is_same_v<T, float>
 
 // What every varlen kernel is instantiated for: x's dtype, the conv's width (2..4) and its
 // activation. Width and silu are template parameters because as run-time values every skipped
-// tap cost a predicated FMA and a move per token.
+// tap cost a predicated FMA and a move per token; the scalar kernels for misaligned x, a rare
+// and already slow case, take them at run time instead (one instantiation per dtype).
 using Dtypes = Values<ScalarType::f32, ScalarType::f16, ScalarType::bf16>;
 using Widths = Values<2, 3, 4>;
 using Bools = Values<false, true>;

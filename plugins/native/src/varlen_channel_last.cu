@@ -17,7 +17,8 @@
 namespace deltakern::native {
 
 // kVecBytes: bytes of channels a thread, 16 or 8 (plan_varlen picks); 0 is the scalar path
-// (misaligned x): one channel and plain loads.
+// (misaligned x): one channel and plain loads. kWidth == 0: the call's width and activation, read
+// at run time (the scalar path's instantiations, see ChannelLast).
 template <typename T_, int kVecBytes_, int kWidth_, bool kSilu_>
 struct ChannelLastTraits {
   using T = T_;
@@ -79,8 +80,8 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     load_taps_vec<T, kVec>(p.conv, c0, taps);
   else
     taps[0] = load_taps(p.conv, c0);
-  constexpr int first = kMaxWidth - Kt::kWidth;
-  constexpr bool silu = Kt::kSilu;
+  const int first = kMaxWidth - (Kt::kWidth > 0 ? Kt::kWidth : p.conv.width);
+  const bool silu = Kt::kWidth > 0 ? Kt::kSilu : p.conv.silu;
   const StateView& st = p.state;
   // Where the state pool is in x's dtype with S == 3 and holds this thread's channels as whole
   // vectors, compact per channel ((lines, D, 3): three vectors cover the kVec rows) or per
@@ -281,11 +282,15 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   allow_next_grid();
 }
 
-// (x dtype, bytes of channels a thread, width, silu).
+// (x dtype, bytes of channels a thread, width, silu). The scalar path serves misaligned x only,
+// so one instantiation per dtype takes width and activation at run time: 39 kernels, not 54.
 struct ChannelLast {
   using Configs = native::Configs<Dtypes, Values<16, 8, 0>, Widths, Bools>;
   static auto traits(auto dtype, auto vec_bytes, auto width, auto silu) {
-    return std::type_identity<ChannelLastTraits<element_t<dtype()>, vec_bytes(), width(), silu()>>{};
+    if constexpr (vec_bytes() == 0)
+      return std::type_identity<ChannelLastTraits<element_t<dtype()>, 0, 0, false>>{};
+    else
+      return std::type_identity<ChannelLastTraits<element_t<dtype()>, vec_bytes(), width(), silu()>>{};
   }
   template <typename Kt>
   static auto kernel() {

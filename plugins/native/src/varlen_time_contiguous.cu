@@ -19,6 +19,8 @@
 
 namespace deltakern::native {
 
+// kWidth == 0: the call's width and activation, read at run time (the scalar kernel's
+// instantiations, see TimeContiguous).
 template <typename T_, bool kVectorized_, int kWidth_, bool kSilu_>
 struct TimeContiguousTraits {
   using T = T_;
@@ -98,8 +100,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   const int64_t wend = last_tile && warp % warps_per_row == warps_per_row - 1
                            ? max(wbase + kSegment, p.tokens + 1)
                            : wbase + kSegment;
-  constexpr int first = kMaxWidth - Kt::kWidth;
-  constexpr bool silu = Kt::kSilu;
+  const int first = kMaxWidth - (Kt::kWidth > 0 ? Kt::kWidth : p.conv.width);
+  const bool silu = Kt::kWidth > 0 ? Kt::kSilu : p.conv.silu;
   const StateView& st = p.state;
 
   for (int64_t d0 = static_cast<int64_t>(blockIdx.y) * rows; d0 < p.dim;
@@ -281,11 +283,15 @@ __global__ void __launch_bounds__(Kt::kNThreads) varlen_time_contiguous_kernel(c
   }
 }
 
-// (x dtype, vectorized, width, silu).
+// (x dtype, vectorized, width, silu). The scalar kernel serves misaligned x only, so one
+// instantiation per dtype takes width and activation at run time: 21 kernels, not 36.
 struct TimeContiguous {
   using Configs = native::Configs<Dtypes, Bools, Widths, Bools>;
   static auto traits(auto dtype, auto vectorized, auto width, auto silu) {
-    return std::type_identity<TimeContiguousTraits<element_t<dtype()>, vectorized(), width(), silu()>>{};
+    if constexpr (!vectorized())
+      return std::type_identity<TimeContiguousTraits<element_t<dtype()>, false, 0, false>>{};
+    else
+      return std::type_identity<TimeContiguousTraits<element_t<dtype()>, true, width(), silu()>>{};
   }
   template <typename Kt>
   static auto kernel() {
