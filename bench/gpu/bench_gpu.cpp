@@ -6,7 +6,8 @@
 //   64 mixed lengths, both layouts of x; eager calls timed back to back with events.
 // - update: single token, D 8192, batch 1..1024, recorded into a CUDA graph and replayed.
 // - serving: the shapes servers see, replayed from graphs (serving_rows.cpp): short packed
-//   prefill on a dim-contiguous 256-line state pool, decode on both state layouts.
+//   prefill on a dim-contiguous 256-line state pool, decode on both state layouts in shift and
+//   circular mode.
 // - host time of one eager call (checks, dispatch, launch), host clock, median.
 // - a plain 16-byte copy kernel on x's bytes (copy_kernel.cu), as a share of the driver's copy:
 //   the part of the ceiling that a kernel moving the bytes and nothing else reaches.

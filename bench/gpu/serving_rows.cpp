@@ -124,7 +124,6 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
   for (const int64_t batch : {1, 8, 64, 256, 1024}) {
     const int64_t lines = std::max(kPoolLines, batch);
     const size_t pool_bytes = static_cast<size_t>(lines * D * kStateLen * 2);
-    const size_t per_call = static_cast<size_t>(batch * D * 2 * (2 + 2 * kStateLen));  // x, out, state r+w
     // Rotate whole pools too: a batch of 1024 touches 50 MB of states a call.
     const int nbuf =
         static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / (pool_bytes + batch * D * 2), 2, 32));
@@ -142,36 +141,46 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
     DeviceBuffer idx = upload(chosen.data(), chosen.size() * 4);
     const View wv(weight.get(), 0, bf16, {D, kWidth}, {kWidth, 1}), bv(bias.get(), 0, bf16, {D}, {1});
     const View iv(idx.get(), 0, i32, {batch}, {1});
+    // Circular mode: each row's count of tokens seen so far, any value (the ring position is it mod S).
+    std::vector<int32_t> seen(batch);
+    std::uniform_int_distribution<int32_t> seen_dist(0, 4095);
+    for (auto& n : seen) n = seen_dist(rng);
+    DeviceBuffer seqlens = upload(seen.data(), seen.size() * 4);
+    const View nv(seqlens.get(), 0, i32, {batch}, {1});
     char shape[48];
     std::snprintf(shape, sizeof shape, "batch=%ld D=8192 pool %ld", static_cast<long>(batch),
                   static_cast<long>(lines));
-    for (const bool dim_contiguous : {false, true}) {
-      std::vector<View> xv, sv;
-      for (int i = 0; i < nbuf; ++i) {
-        xv.emplace_back(xs[i].get(), 0, bf16, std::vector<int64_t>{batch, D}, std::vector<int64_t>{D, 1});
-        sv.push_back(pool_view(pools[i].get(), lines, D, dim_contiguous));
-      }
-      for (auto& be : backends)
-        try_row(
-            std::string("decode ") + shape + (dim_contiguous ? " dim-contiguous " : " compact ") + be.name, s,
-            [&] {
-              const int calls = std::max(nbuf, 32);
-              const double us = graph_us(s, ev, calls, [&](int i) {
-                deltakern::CausalConv1dUpdateArgs a;
-                a.x = xv[i % nbuf].get();
-                a.conv_state = sv[i % nbuf].get();
-                a.weight = wv.get();
-                a.bias = bv.get();
-                a.conv_state_indices = iv.get();
-                a.activation = deltakern::Activation::silu;
-                a.stream = s;
-                deltakern::Tensor r = be.rt->causal_conv1d_update(a);
-              });
-              const double gbs = per_call / us * 1e-3;
-              rows.push_back({"decode (graph)", shape, dim_contiguous ? "dim-contiguous" : "compact", be.name,
-                              us, gbs, 100.0 * gbs / ceiling_gbs});
+    for (const bool circular : {false, true})
+      for (const bool dim_contiguous : {false, true}) {
+        std::vector<View> xv, sv;
+        for (int i = 0; i < nbuf; ++i) {
+          xv.emplace_back(xs[i].get(), 0, bf16, std::vector<int64_t>{batch, D}, std::vector<int64_t>{D, 1});
+          sv.push_back(pool_view(pools[i].get(), lines, D, dim_contiguous));
+        }
+        // Shift mode reads and rewrites the whole state row; circular mode reads W-1 entries and writes one.
+        const size_t per_call =
+            static_cast<size_t>(batch * D * 2 * (circular ? 2 + kWidth : 2 + 2 * kStateLen));
+        const std::string layout =
+            std::string(dim_contiguous ? "dim-contiguous" : "compact") + (circular ? " circular" : "");
+        for (auto& be : backends)
+          try_row(std::string("decode ") + shape + " " + layout + " " + be.name, s, [&] {
+            const int calls = std::max(nbuf, 32);
+            const double us = graph_us(s, ev, calls, [&](int i) {
+              deltakern::CausalConv1dUpdateArgs a;
+              a.x = xv[i % nbuf].get();
+              a.conv_state = sv[i % nbuf].get();
+              a.weight = wv.get();
+              a.bias = bv.get();
+              a.conv_state_indices = iv.get();
+              if (circular) a.cache_seqlens = nv.get();
+              a.activation = deltakern::Activation::silu;
+              a.stream = s;
+              deltakern::Tensor r = be.rt->causal_conv1d_update(a);
             });
-    }
+            const double gbs = per_call / us * 1e-3;
+            rows.push_back({"decode (graph)", shape, layout, be.name, us, gbs, 100.0 * gbs / ceiling_gbs});
+          });
+      }
     std::printf("serving decode %s done\n", shape);
     std::fflush(stdout);
   }
