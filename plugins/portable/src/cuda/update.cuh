@@ -1,6 +1,7 @@
-// causal_conv1d_update (decode): one thread per (row, channel). A row carries one or a few tokens, so
-// the work is a handful of dependent loads; the kernel is shaped for latency at batch 1 and for
-// coalesced channel-wise access at large batch.
+// causal_conv1d_update (decode), element-wise: one thread per (row, channel), any strides, any
+// dtype mix and any S. The 16-byte update_vec_kernel serves the engines' usual shapes; this one
+// serves the rest, and is shaped for latency at batch 1 and coalesced channel-wise access at large
+// batch.
 #pragma once
 
 #include "common.cuh"
@@ -118,19 +119,6 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
       }
     }
   }
-}
-
-// Picks the instantiation and the grid; `launch(Ktraits{}, grid, threads)` enqueues it. Rows go on
-// grid.x (up to 2^31 - 1), channel blocks on grid.y. Small batches take 64 threads a block, so that
-// D = 2048 at batch 1 still spreads over 32 SMs; larger ones 256, a quarter of the blocks to start
-// (H200, D=8192, batch 1024: the 64-thread grid of 131072 blocks ran at 18% of copy).
-template <typename input_t, class Launch>
-void update_dispatch(const UpdateParams& p, Launch&& launch) {
-  const int threads = p.batch >= 16 ? 256 : 64;
-  width_switch(p.width, [&](auto width) {
-    using Ktraits = UpdateKernelTraits<256, decltype(width)::value, input_t>;
-    launch(Ktraits{}, make_grid(p.batch, ceil_div(p.dim, threads), 1), threads);
-  });
 }
 
 }  // namespace deltakern::portable::cuda
