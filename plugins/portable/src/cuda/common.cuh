@@ -169,6 +169,18 @@ __device__ __forceinline__ SeqInfo load_seq(const VarlenParams& p, int64_t b) {
 
 __device__ __forceinline__ void flag_error(uint32_t* word, uint32_t bits) { atomicOr(word, bits); }
 
+// The state line of decode row b, or -1 when the row is skipped (padded, or out of range, which
+// the thread with `flag` set reports in the error word).
+__device__ __forceinline__ int64_t update_line(const UpdateParams& p, int64_t b, bool flag) {
+  const int64_t line = p.state_indices != nullptr ? int64_t(p.state_indices[b * p.state_indices_stride]) : b;
+  if (line == p.pad_slot_id) return -1;
+  if (line < 0 || line >= p.lines) {
+    if (flag) flag_error(p.error_word, DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE);
+    return -1;
+  }
+  return line;
+}
+
 // ---- host side, shared by the launchers
 
 // The device-side error word of `device_id` (defined in runtime.cu, the only translation unit that

@@ -21,7 +21,6 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
   p.error_word = error_word_ptr(device);
   const auto stream = static_cast<cudaStream_t>(args.stream);
   const bool small = p.batch < 16;
-  const int64_t sms = sm_count(device);
   dtype_switch(x_dtype(*args.x, "portable causal_conv1d_update (CUDA)"), [&](auto tag) {
     using input_t = decltype(tag);
     StateBlock block;
@@ -33,7 +32,7 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
         const int64_t chan_blocks = ceil_div(p.dim / Ktraits::kChannels, int64_t(threads));
         // Two rows a block where that still leaves about eight blocks per SM: a thread's taps are
         // loaded once for both (native's measured choice, update_vec.cuh there).
-        int64_t rows = p.batch * chan_blocks >= 16 * sms ? 2 : 1;
+        int64_t rows = p.batch * chan_blocks >= 16 * sm_count(device) ? 2 : 1;
         rows = std::max(rows, ceil_div(p.batch, int64_t(65535)));
         update_vec_kernel<Ktraits>
             <<<make_grid(chan_blocks, ceil_div(p.batch, rows), 1), threads, 0, stream>>>(p, block, rows);

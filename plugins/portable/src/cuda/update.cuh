@@ -35,12 +35,8 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
   const input_t* x = static_cast<const input_t*>(params.x) + b * params.x_b_stride + c * params.x_c_stride;
   input_t* out = static_cast<input_t*>(params.out) + b * params.out_b_stride + c * params.out_c_stride;
 
-  const int64_t line =
-      params.state_indices != nullptr ? int64_t(params.state_indices[b * params.state_indices_stride]) : b;
-  const bool pad = line == params.pad_slot_id;
-  const bool out_of_range = !pad && (line < 0 || line >= params.lines);
-  if (pad || out_of_range) {
-    if (out_of_range && c == 0) flag_error(params.error_word, DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE);
+  const int64_t line = update_line(params, b, c == 0);
+  if (line < 0) {
     for (int64_t t = 0; t < params.tokens; ++t) out[t * params.out_t_stride] = from_float<input_t>(0.f);
     return;
   }

@@ -115,12 +115,8 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_vec_kernel(UpdatePa
     const input_t* x = static_cast<const input_t*>(params.x) + b * params.x_b_stride + c0;
     input_t* out = static_cast<input_t*>(params.out) + b * params.out_b_stride + c0;
 
-    const int64_t line =
-        params.state_indices != nullptr ? int64_t(params.state_indices[b * params.state_indices_stride]) : b;
-    const bool pad = line == params.pad_slot_id;
-    const bool out_of_range = !pad && (line < 0 || line >= params.lines);
-    if (pad || out_of_range) {
-      if (out_of_range && c0 == 0) flag_error(params.error_word, DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE);
+    const int64_t line = update_line(params, b, c0 == 0);
+    if (line < 0) {
       Pack<input_t> zeros;
 #pragma unroll
       for (int v = 0; v < kC; ++v) zeros.v[v] = from_float<input_t>(0.f);
