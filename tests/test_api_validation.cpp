@@ -4,7 +4,6 @@
 // rejected call leaves x, the states and every other tensor bit-identical. The calls are
 // forced onto the in-place test backend, which writes x and the states: a check that let a
 // bad call through would show up as a changed tensor.
-#define BOOST_TEST_MODULE api_validation
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 

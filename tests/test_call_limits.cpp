@@ -4,7 +4,6 @@
 // never a fallback). Checked with the versioned test plugins (plugins/versioned.cpp): the same
 // in-place CPU backend, refusing state lengths above 64, built against the ABI 1.0, 1.1 and 1.2
 // headers, in front of portable (fresh outputs), in both call orders, strict and not, from 8 threads.
-#define BOOST_TEST_MODULE call_limits
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 

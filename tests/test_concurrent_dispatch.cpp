@@ -5,7 +5,6 @@
 // runtime used by one thread, bit for bit, with the same backend and the same host syncs
 // on the calling thread. CI runs this program under ThreadSanitizer
 // (scripts/ci-sanitizers.sh); here it checks the results.
-#define BOOST_TEST_MODULE concurrent_dispatch
 #include <boost/test/unit_test.hpp>
 
 #include "host_tensors.hpp"

@@ -2,7 +2,6 @@
 // backend names and bad search paths are errors with an exact message naming the file, the
 // line and the key; a search path that does not exist is a warning. DELTAKERN_CONFIG
 // chooses the file.
-#define BOOST_TEST_MODULE config
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 

@@ -2,7 +2,6 @@
 // suite's tensors and the allocator's outputs, the two poisons, and the result's identity
 // (a fresh result overlapping an argument, an in-place result that is not x, a result
 // reaching past what it was allocated). The liars show the same end to end.
-#define BOOST_TEST_MODULE conformance_checks
 #include <boost/test/unit_test.hpp>
 
 #include "contract.hpp"

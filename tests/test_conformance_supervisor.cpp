@@ -3,7 +3,6 @@
 // shell scripts that write the worker's protocol and then misbehave in one way each, so that
 // every way a worker can end early is seen to give a verdict to the right case and the run
 // to go on (or stop, for a setup) as it should.
-#define BOOST_TEST_MODULE conformance_supervisor
 #include <boost/test/unit_test.hpp>
 
 #include "test_support.hpp"

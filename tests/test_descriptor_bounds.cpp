@@ -3,7 +3,6 @@
 // struct and string is copied through a read that cannot fault and checked against a bound,
 // so each is rejected naming the field and the bound, with the same reason whether the child
 // probe or this process reads it, and this process survives both.
-#define BOOST_TEST_MODULE descriptor_bounds
 #include <boost/test/unit_test.hpp>
 
 #include "test_support.hpp"

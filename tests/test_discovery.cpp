@@ -1,6 +1,5 @@
 // Discovery: every plugin in the search path is loaded or rejected with its reason, and
 // the search order decides which of two plugins with one name wins.
-#define BOOST_TEST_MODULE discovery
 #include <boost/test/unit_test.hpp>
 
 #include "test_support.hpp"

@@ -1,7 +1,6 @@
 // What fuzz_validate found in the argument validator, kept as exact checks: each input is
 // rejected before anything runs, naming x and the reason, and leaves every tensor as it was.
 // (The fuzzer's own reproducers under fuzz/corpus/validate replay in the sanitizer builds.)
-#define BOOST_TEST_MODULE fuzz_findings
 #include <boost/test/unit_test.hpp>
 
 #include "host_tensors.hpp"

@@ -1,7 +1,6 @@
 // The one layout rule (plugin::layout_of in plugin_sdk.hpp), degenerate extents included, and
 // the core validating x with exactly that rule: what the rule calls neither is rejected naming
 // x and its strides, what it names is accepted (by the in-place standin, which declares both).
-#define BOOST_TEST_MODULE layout_rule
 #include <boost/test/unit_test.hpp>
 
 #include "host_tensors.hpp"

@@ -3,7 +3,6 @@
 // with x, out's slack and everything unannotated untouched and nothing allocated; every bad out is
 // refused naming `out` with nothing written; and a plugin whose out-variant schema writes x, or
 // does not write out, is refused at load.
-#define BOOST_TEST_MODULE out_variants
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 

@@ -3,7 +3,6 @@
 // check_errors and shutdown (throws_std_exception), and a result's deleter, called from
 // Tensor's noexcept destructor, which is contained and logged once (the throwing_deleter defect
 // plugin, which the conformance suite must fail as well).
-#define BOOST_TEST_MODULE plugin_exceptions
 #include <boost/test/unit_test.hpp>
 
 #include "captured_log.hpp"

@@ -1,7 +1,6 @@
 // How portable's time-contiguous CUDA prefill cuts a call, and which walk the channel-last one
 // takes (varlen_time_cut.hpp): host code, so checked here on any machine. The kernels themselves
 // are checked on the GPU, under every cut, by scripts/gpu-check.sh.
-#define BOOST_TEST_MODULE portable_cuda_cut
 #include <boost/test/unit_test.hpp>
 
 #include "varlen_time_cut.hpp"

@@ -2,7 +2,6 @@
 // process, so a library that segfaults in a static initialiser, hangs, aborts or exits in
 // init is rejected with the signal or the time-out as its reason, this process goes on, and
 // the verdicts are cached until the file changes.
-#define BOOST_TEST_MODULE probe
 #include <boost/test/unit_test.hpp>
 
 #include "test_support.hpp"

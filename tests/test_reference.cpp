@@ -1,6 +1,5 @@
 // The conformance suite's own float64 reference and dtype conversions, against values
 // worked out by hand from docs/design.md section 5: the suite is only as good as these.
-#define BOOST_TEST_MODULE reference
 #include <boost/test/unit_test.hpp>
 
 #include "dtype.hpp"

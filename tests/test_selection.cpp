@@ -1,6 +1,5 @@
 // Selection: config order, per-op overrides, forcing by option and by DELTAKERN_BACKEND,
 // a forced backend that cannot serve a call is an error, and explain() gives reasons.
-#define BOOST_TEST_MODULE selection
 #include <boost/test/unit_test.hpp>
 
 #include "host_tensors.hpp"

@@ -3,7 +3,6 @@
 // started afresh by a Runtime created after that. Each Runtime's allocator still serves the
 // calls made through it. The plugin used, single_instance, refuses a second init while its
 // first instance is alive, as a plugin holding a process-wide resource must.
-#define BOOST_TEST_MODULE shared_plugins
 #include <boost/test/unit_test.hpp>
 
 #include "captured_log.hpp"

@@ -2,7 +2,6 @@
 // serve is, with dispatch.strict or DELTAKERN_STRICT=1, an error naming the op, the first
 // choice and why; without it, a later backend serves, each such call is counted per
 // (op, backend, first choice, reason), and each distinct reason is warned about once.
-#define BOOST_TEST_MODULE strict_dispatch
 #include <boost/test/unit_test.hpp>
 
 #include "host_tensors.hpp"

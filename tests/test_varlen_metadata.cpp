@@ -1,6 +1,5 @@
 // VarlenMetadata::from_lengths: query_start_loc, max_seq_len and the token count built on
 // the host, and its upload; what makes a prefill sync-free.
-#define BOOST_TEST_MODULE varlen_metadata
 #include <boost/test/unit_test.hpp>
 
 #include "host_tensors.hpp"

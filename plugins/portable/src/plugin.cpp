@@ -196,20 +196,19 @@ int32_t init(const dk_host* host, void** out, char* error, size_t error_size) {
     const char* isa_env = std::getenv("DELTAKERN_PORTABLE_ISA");
     std::string why;
     const cpu::KernelTable& kernels = cpu::select_kernels(isa_env != nullptr ? isa_env : "", why);
-    if (!why.empty()) plugin::log(host, DK_LOG_WARN, "portable: " + why);
+    if (!why.empty()) plugin::log(host, DK_LOG_WARN, why);  // the core names the plugin
 #if defined(DELTAKERN_PORTABLE_CUDA)
     if (const char* tiling = std::getenv("DELTAKERN_PORTABLE_CUDA_TILING");
         tiling != nullptr && *tiling != '\0') {
       std::string bad;
       cuda::set_tiling_override(cuda::parse_tiling_override(tiling, bad));
       plugin::log(host, bad.empty() ? DK_LOG_INFO : DK_LOG_WARN,
-                  bad.empty() ? std::string("portable: CUDA tiling forced: ") + tiling
-                              : "portable: " + bad + "; ignored");
+                  bad.empty() ? std::string("CUDA tiling forced: ") + tiling : bad + "; ignored");
     }
 #endif
     auto instance = std::make_unique<PortablePlugin>(*host, thread_count(), kernels);
     plugin::log(host, DK_LOG_DEBUG,
-                std::string("portable: CPU kernels built for ") + kernels.isa + ", " +
+                std::string("CPU kernels built for ") + kernels.isa + ", " +
                     std::to_string(instance->pool.concurrency()) + " threads");
     *out = instance.release();  // owned by the core until shutdown
   });
