@@ -20,6 +20,7 @@ struct VarlenPlan {
   bool vectorized = false;  // vector accesses along the contiguous dimension, else the scalar kernel
   int32_t vec_bytes = 0;    // channel-last, vectorized: bytes of channels a thread (16 or 8)
   bool row_walker = false;  // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
+  bool short_rows = false;  // row walker: rows short enough for the half-size chunks
   int64_t tile_len = 0;
   int32_t ntiles = 1;
   int32_t tail_len = 0;
@@ -64,7 +65,8 @@ int launch_varlen_channel_last(const VarlenParams& p, ScalarType dtype, int vec_
                                void* stream);
 int launch_varlen_time_contiguous(const VarlenParams& p, ScalarType dtype, bool vectorized,
                                   const LaunchOptions& o, void* stream);
-int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream);
+int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, bool short_rows,
+                              const LaunchOptions& o, void* stream);
 int preload_time_walker();
 // The geometry the plan sizes tiles with.
 int channel_last_threads();

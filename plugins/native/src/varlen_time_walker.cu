@@ -28,14 +28,14 @@
 
 namespace deltakern::native {
 
-template <typename T_, int kNVecs_, int kPrefetch_, int kWidth_, bool kSilu_>
+template <typename T_, int kNVecs_, int kPrefetch_, int kMinBlocks_, int kWidth_, bool kSilu_>
 struct TimeWalkerTraits {
   using T = T_;
   static constexpr int kWidth = kWidth_;
   static constexpr bool kSilu = kSilu_;
   static constexpr int kNWarps = 4;
   static constexpr int kNThreads = 32 * kNWarps;
-  static constexpr int kMinBlocks = 4;
+  static constexpr int kMinBlocks = kMinBlocks_;
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // tokens per access
   static constexpr int kNVecs = kNVecs_;                         // accesses per lane and chunk
   static constexpr int kChunk = 32 * kVec * kNVecs;              // tokens per step of the walk
@@ -364,11 +364,17 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   write_trailing_empty_states(p, d, lane, c0);
 }
 
-// (x dtype, width, silu).
+// (x dtype, width, silu, short rows). Short rows (plan_varlen's choice) walk half-size chunks in
+// half the shared memory, with registers for twice the blocks per SM, so that more warps hide
+// the dependent loads at sequence edges.
 struct TimeWalker {
-  using Configs = native::Configs<Dtypes, Widths, Bools>;
-  static auto traits(auto dtype, auto width, auto silu) {
-    return std::type_identity<TimeWalkerTraits<element_t<dtype()>, 4, 3, width(), silu()>>{};
+  using Configs = native::Configs<Dtypes, Widths, Bools, Bools>;
+  static auto traits(auto dtype, auto width, auto silu, auto short_rows) {
+    using T = element_t<dtype()>;
+    if constexpr (short_rows())
+      return std::type_identity<TimeWalkerTraits<T, 2, 3, 8, width(), silu()>>{};
+    else
+      return std::type_identity<TimeWalkerTraits<T, 4, 3, 4, width(), silu()>>{};
   }
   template <typename Kt>
   static auto kernel() {
@@ -378,7 +384,8 @@ struct TimeWalker {
 
 int preload_time_walker() { return preload<TimeWalker>(); }
 
-int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream) {
+int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, bool short_rows,
+                              const LaunchOptions& o, void* stream) {
   return with_instantiation<TimeWalker>(
       [&](auto traits, auto kernel) {
         using Kt = typename decltype(traits)::type;
@@ -386,7 +393,7 @@ int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, const Lau
         return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(Kt::kNThreads), 0,
                              static_cast<cudaStream_t>(stream), o.pdl, p);
       },
-      dtype, p.conv.width, p.conv.silu);
+      dtype, p.conv.width, p.conv.silu, short_rows);
 }
 
 }  // namespace deltakern::native
