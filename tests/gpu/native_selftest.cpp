@@ -702,6 +702,15 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
     big.D = 512;
     big.lens = {3000, 1, 2047, 2049, 5};
     add(big, L + "/long-default-tiles");
+    if (!cl) {
+      // Rows over 4096 tokens on enough rows for the row walker (D >= 8 per SM on GPUs of up to
+      // 260 SMs) walk its long chunks (plan_varlen's short_rows); every case above the short ones.
+      VarlenCase rows;
+      rows.D = 2080;
+      rows.lens = {1500, 3, 2600, 1, 0, 700, 33};
+      rows.pad_every = 4;
+      add(rows, L + "/long-rows-walker");
+    }
     VarlenCase empty;
     empty.channel_last = cl;
     empty.lens = {0, 0, 0};
