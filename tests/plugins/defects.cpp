@@ -7,7 +7,6 @@
 //   DK_DEFECT_MIN_WIDTH  the narrowest width it declares (the widest is 4).
 // It keeps the fresh-output contract (as portable does) and declares few widths and one layout,
 // so that a conformance run of it stays short: the suite must catch each defect naming the case.
-#include <iterator>
 
 #include "kernels.hpp"
 
@@ -66,8 +65,8 @@ const dk_op kOps[] = {
     kUpdateOut,
 #endif
 };
-const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     DK_DEFECT_NAME,  "test",
-                           init_keep_host,    probe_cpu_only, shutdown_nothing, std::size(kOps), kOps,
+const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     DK_DEFECT_NAME, "test",
+                           init_keep_host,    probe_cpu_only, shutdown_nothing, count_of(kOps), kOps,
                            check_errors_cpu};
 
 }  // namespace

@@ -15,6 +15,13 @@
 
 namespace deltakern::testplugins {
 
+// An array's length: std::size without <iterator>, whose parsing was 60% of the compile time of
+// each of the 68 test plugins (0.22 of 0.37 CPU-s).
+template <class T, size_t N>
+constexpr size_t count_of(const T (&)[N]) {
+  return N;
+}
+
 // The in-place contract, as the native backend declares it.
 inline constexpr const char* kVarlenInPlaceSchema =
     "causal_conv1d_varlen(Tensor(a!) x, Tensor weight, Tensor? bias, Tensor(b!) conv_states, "

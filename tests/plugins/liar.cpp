@@ -4,7 +4,6 @@
 //   DK_LIAR_LIE     the Behaviour field it sets (kernels.hpp says what each one does wrong);
 //   DK_LIAR_UPDATE  1 when it also declares causal_conv1d_update.
 // The conformance suite must catch each one for its lie, and pass its declarations.
-#include <iterator>
 
 #include "kernels.hpp"
 
@@ -33,8 +32,8 @@ const dk_op kOps[] = {
     {sizeof(dk_op), DK_OP_CAUSAL_CONV1D_UPDATE, kUpdateFreshSchema, &kCaps, nullptr, update_lying},
 #endif
 };
-const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     DK_LIAR_NAME,    "test",
-                           init_keep_host,    probe_cpu_only, shutdown_nothing, std::size(kOps), kOps,
+const dk_plugin kPlugin = {sizeof(dk_plugin), DK_ABI_MAJOR,   DK_ABI_MINOR,     DK_LIAR_NAME,   "test",
+                           init_keep_host,    probe_cpu_only, shutdown_nothing, count_of(kOps), kOps,
                            check_errors_cpu};
 
 }  // namespace

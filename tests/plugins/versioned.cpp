@@ -7,7 +7,6 @@
 #include "kernels.hpp"
 
 #include <cstdio>
-#include <iterator>
 
 namespace {
 
@@ -72,7 +71,7 @@ constexpr auto* probe = probe_cpu_only;
 const dk_limit kVarlenLimits[] = {{sizeof(dk_limit), "state_len", 1, kMaxStateLen DK_ADDED_IN_1_2}};
 const dk_limit kUpdateLimits[] = {{sizeof(dk_limit), "state_len", 1, kMaxStateLen DK_ADDED_IN_1_2},
                                   {sizeof(dk_limit), "tokens_per_update", 1, kMaxDraft DK_ADDED_IN_1_2}};
-#define DK_LIMITS(table) , std::size(table), table DK_ADDED_IN_1_2
+#define DK_LIMITS(table) , count_of(table), table DK_ADDED_IN_1_2
 #else
 #define DK_LIMITS(table)
 #endif
