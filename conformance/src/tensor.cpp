@@ -196,6 +196,12 @@ TensorBuf TensorBuf::compact(DLDevice device, DType dtype, std::vector<int64_t> 
   return TensorBuf(device, dtype, std::move(shape), std::move(strides));
 }
 
+std::optional<TensorBuf> TensorBuf::compact_if(bool present, DLDevice device, DType dtype,
+                                               std::vector<int64_t> shape) {
+  if (!present) return std::nullopt;
+  return compact(device, dtype, std::move(shape));
+}
+
 TensorBuf::TensorBuf(TensorBuf&& other) noexcept
     : device_(other.device_),
       dtype_(other.dtype_),

@@ -136,6 +136,9 @@ class TensorBuf {
   TensorBuf(DLDevice device, DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
             int64_t offset = 0, int64_t extra = 0, bool offset_in_byte_offset = false);
   static TensorBuf compact(DLDevice device, DType dtype, std::vector<int64_t> shape);
+  // An optional argument: compact where present, none where not.
+  static std::optional<TensorBuf> compact_if(bool present, DLDevice device, DType dtype,
+                                             std::vector<int64_t> shape);
   TensorBuf(TensorBuf&& other) noexcept;
   TensorBuf& operator=(TensorBuf&&) = delete;
   TensorBuf(const TensorBuf&) = delete;

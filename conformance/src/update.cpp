@@ -47,12 +47,6 @@ TensorBuf make_states(DLDevice device, const UpdateConfig& c) {
   return TensorBuf(device, c.state, {c.lines(), c.dim, c.state_len}, strides, margin, 3 + margin);
 }
 
-std::optional<TensorBuf> make_optional(bool present, DLDevice device, DType dtype,
-                                       std::vector<int64_t> shape) {
-  if (!present) return std::nullopt;
-  return TensorBuf::compact(device, dtype, std::move(shape));
-}
-
 }  // namespace
 
 UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& c, Random& rng) {
@@ -60,9 +54,9 @@ UpdateInputs make_update_inputs(DLDevice device, const UpdateConfig& c, Random& 
   UpdateInputs in{make_x(device, c),
                   make_states(device, c),
                   TensorBuf::compact(device, c.weight, {D, c.width}),
-                  make_optional(c.has_bias, device, c.bias, {D}),
-                  make_optional(!c.identity_indices, device, DType::i32, {B}),
-                  make_optional(c.circular, device, DType::i32, {B}),
+                  TensorBuf::compact_if(c.has_bias, device, c.bias, {D}),
+                  TensorBuf::compact_if(!c.identity_indices, device, DType::i32, {B}),
+                  TensorBuf::compact_if(c.circular, device, DType::i32, {B}),
                   {},
                   {},
                   std::nullopt};

@@ -79,12 +79,6 @@ TensorBuf make_states(DLDevice device, const VarlenConfig& c) {
   return TensorBuf(device, c.state, {c.lines(), D, S}, strides, margin, 4 + margin);
 }
 
-std::optional<TensorBuf> make_optional(bool present, DLDevice device, DType dtype,
-                                       std::vector<int64_t> shape) {
-  if (!present) return std::nullopt;
-  return TensorBuf::compact(device, dtype, std::move(shape));
-}
-
 bool skipped(const VarlenConfig& c, const VarlenInputs& in, size_t b) {
   const int32_t line = in.indices[b];
   return line == c.pad_slot_id || line < 0 || line >= c.lines();
@@ -96,11 +90,11 @@ VarlenInputs make_varlen_inputs(DLDevice device, const VarlenConfig& c, Random& 
   const int64_t D = c.dim, W = c.width, B = c.batch(), lines = c.lines();
   VarlenInputs in{make_x(device, c),
                   TensorBuf::compact(device, c.weight, {D, W}),
-                  make_optional(c.has_bias, device, c.bias, {D}),
+                  TensorBuf::compact_if(c.has_bias, device, c.bias, {D}),
                   make_states(device, c),
                   TensorBuf::compact(device, DType::i32, {B + 1}),
-                  make_optional(!c.identity_indices, device, DType::i32, {B}),
-                  make_optional(c.init != VarlenConfig::Init::none_tensor, device, DType::u8, {B}),
+                  TensorBuf::compact_if(!c.identity_indices, device, DType::i32, {B}),
+                  TensorBuf::compact_if(c.init != VarlenConfig::Init::none_tensor, device, DType::u8, {B}),
                   {},
                   {},
                   {},
