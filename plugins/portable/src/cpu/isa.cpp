@@ -20,8 +20,10 @@ const KernelTable& v4_bf16_kernel_table() {
     constexpr int bf16 = static_cast<int>(ElemType::bf16);
     t.isa = own.isa;
     for (int layout = 0; layout < 2; ++layout)
-      for (int w = 0; w < kWidths; ++w) t.varlen[bf16][layout][w] = own.varlen[bf16][layout][w];
-    for (int w = 0; w < kWidths; ++w) t.update[bf16][w] = own.update[bf16][w];
+      for (int w = 0; w < kWidths; ++w)
+        for (int a = 0; a < kActs; ++a) t.varlen[bf16][layout][w][a] = own.varlen[bf16][layout][w][a];
+    for (int w = 0; w < kWidths; ++w)
+      for (int a = 0; a < kActs; ++a) t.update[bf16][w][a] = own.update[bf16][w][a];
     return t;
   }();
   return table;

@@ -96,7 +96,7 @@ constexpr int64_t kStreamOutputBytes = int64_t{64} << 20;
 // better alone: prefetching there cost 10-15%.
 constexpr int64_t kChannelLastPrefetch = 2;
 
-Act act_of(plugin::Activation a) { return a == plugin::Activation::silu ? Act::silu : Act::none; }
+int act_index(plugin::Activation a) { return a == plugin::Activation::silu ? 1 : 0; }
 
 // out: a fresh output or the caller's (any strides within x's layout, checked by the core).
 // fresh: every token must be written, those of no sequence included (with zeros); a caller's
@@ -121,7 +121,6 @@ void varlen_into(const Device& device, const plugin::VarlenArgs& args, const DLT
   p.lines = args.conv_states->shape[0];
   p.batch = args.batch();
   p.pad_slot_id = args.pad_slot_id;
-  p.act = act_of(args.activation);
   const bool channel_last = layout == XLayout::channel_last;
   p.token_tile = channel_last ? kChannelLastTile : kTimeTile;
   p.channel_block = channel_last ? kChannelLastChannels : kTimeChannels;
@@ -140,8 +139,8 @@ void varlen_into(const Device& device, const plugin::VarlenArgs& args, const DLT
       std::memset(out.data, 0, static_cast<size_t>(p.dim * p.tokens) * (out.dtype.bits / 8));
     return;
   }
-  const VarlenKernel kernel =
-      device.kernels.varlen[static_cast<int>(p.x.type)][channel_last ? 1 : 0][p.width - kMinWidth];
+  const VarlenKernel kernel = device.kernels.varlen[static_cast<int>(p.x.type)][channel_last ? 1 : 0]
+                                                   [p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = (p.tokens + p.batch * p.state_len) * p.dim;
   run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats);
 }
@@ -166,13 +165,13 @@ void update_into(const Device& device, const plugin::UpdateArgs& args, const DLT
   p.state_len = args.state_len();
   p.lines = args.conv_state->shape[0];
   p.pad_slot_id = args.pad_slot_id;
-  p.act = act_of(args.activation);
   p.channel_block = kUpdateChannels;
   p.n_channel_blocks = ceil_div(p.dim, p.channel_block);
   p.scratch_floats = (3 * p.width + 1) * ceil_div(p.channel_block, 16) * 16;
   if (p.batch == 0 || p.dim == 0 || p.new_tokens == 0) return;
 
-  const UpdateKernel kernel = device.kernels.update[static_cast<int>(p.x.type)][p.width - kMinWidth];
+  const UpdateKernel kernel =
+      device.kernels.update[static_cast<int>(p.x.type)][p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = p.batch * p.dim * (p.new_tokens + p.state_len);
   run_grid(device, p, kernel, p.batch * p.n_channel_blocks, work, p.scratch_floats);
 }

@@ -13,6 +13,7 @@ enum class ElemType : uint8_t { f32 = 0, f16 = 1, bf16 = 2 };
 inline constexpr int kElemTypes = 3;
 
 enum class Act : uint8_t { none = 0, silu = 1 };
+inline constexpr int kActs = 2;
 
 inline constexpr int kMinWidth = 2;
 inline constexpr int kMaxWidth = 8;
@@ -54,7 +55,6 @@ struct VarlenPlan {
   IndexRef has_initial_state;  // uint8 (batch) or none: all false
   int64_t dim = 0, tokens = 0, width = 0, state_len = 0, lines = 0, batch = 0;
   int64_t pad_slot_id = -1;
-  Act act = Act::none;
   int64_t token_tile = 0;     // tokens per item
   int64_t channel_block = 0;  // channels per item
   int64_t n_tiles = 0;        // per sequence: ceil(max_seq_len / token_tile), at least 1
@@ -79,7 +79,6 @@ struct UpdatePlan {
   IndexRef cache_seqlens;  // int32 (batch) or none: shift mode
   int64_t batch = 0, dim = 0, new_tokens = 0, width = 0, state_len = 0, lines = 0;
   int64_t pad_slot_id = -1;
-  Act act = Act::none;
   int64_t channel_block = 0;
   int64_t n_channel_blocks = 0;
   int64_t scratch_floats = 0;  // per thread: (3W + 1) rows of channel_block rounded up to 16
@@ -91,11 +90,11 @@ using VarlenKernel = uint32_t (*)(const VarlenPlan& plan, int64_t begin, int64_t
 using UpdateKernel = uint32_t (*)(const UpdatePlan& plan, int64_t begin, int64_t end, float* scratch);
 
 // One instruction set's kernels, indexed by x's dtype, layout (varlen: 0 time-contiguous,
-// 1 channel-last) and width - kMinWidth.
+// 1 channel-last), width - kMinWidth and activation.
 struct KernelTable {
   const char* isa;
-  VarlenKernel varlen[kElemTypes][2][kWidths];
-  UpdateKernel update[kElemTypes][kWidths];
+  VarlenKernel varlen[kElemTypes][2][kWidths][kActs];
+  UpdateKernel update[kElemTypes][kWidths][kActs];
 };
 
 }  // namespace deltakern::portable::cpu

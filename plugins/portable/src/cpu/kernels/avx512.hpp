@@ -14,7 +14,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "numeric.hpp"
 #include "width.hpp"
@@ -117,22 +116,9 @@ inline __m512 silu16(__m512 x) {
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), z));
 }
 
-// The activation is chosen per row, not per kernel: only the loop that stores a row is built
-// for each (the kernel translation units compile in a third less time than with one kernel per
-// activation), and inside it silu is a constant, so the two rows in flight interleave their
-// chains as before (a branch per sixteen values instead looked 4-6% slower, near the noise).
-template <class RowLoop>
-inline void with_activation(Act act, RowLoop&& row_loop) {
-  if (act == Act::silu) {
-    row_loop(std::true_type{});
-  } else {
-    row_loop(std::false_type{});
-  }
-}
-
-template <class Silu>
-inline __m512 activate16(Silu, __m512 v) {
-  if constexpr (Silu::value) {
+template <Act ACT>
+inline __m512 activate16(__m512 v) {
+  if constexpr (ACT == Act::silu) {
     return silu16(v);
   } else {
     return v;
@@ -141,36 +127,32 @@ inline __m512 activate16(Silu, __m512 v) {
 
 // A runtime width (W = kRuntimeWidth) unrolls all kMaxWidth taps; those past the width are
 // skipped by a branch that goes the same way for the whole call.
-template <int W, class OutT>
+template <int W, Act ACT, class OutT>
 inline void convolve_time_store(const float* __restrict window, const float (&w)[kTapSlots<W>], int width,
-                                Act act, float bias, OutT* out, int64_t n, bool stream) {
+                                float bias, OutT* out, int64_t n, bool stream) {
   __m512 taps[kTapSlots<W>];
   for (int k = 0; k < kTapSlots<W>; ++k) taps[k] = _mm512_set1_ps(w[k]);
   const __m512 b = _mm512_set1_ps(bias);
-  with_activation(act, [&](auto silu) {
-    store_results(out, n, stream, [&](int64_t t, __mmask16 m) {
-      __m512 acc = b;
-      for (int k = 0; k < kTapSlots<W>; ++k)
-        if (tap_in_use<W>(k, width))
-          acc = _mm512_fmadd_ps(taps[k], _mm512_maskz_loadu_ps(m, window + t + k), acc);
-      return activate16(silu, acc);
-    });
+  store_results(out, n, stream, [&](int64_t t, __mmask16 m) {
+    __m512 acc = b;
+    for (int k = 0; k < kTapSlots<W>; ++k)
+      if (tap_in_use<W>(k, width))
+        acc = _mm512_fmadd_ps(taps[k], _mm512_maskz_loadu_ps(m, window + t + k), acc);
+    return activate16<ACT>(acc);
   });
 }
 
-template <int W, class OutT>
-inline void convolve_channels_store(float* const (&taps)[kTapSlots<W>], int width, Act act,
+template <int W, Act ACT, class OutT>
+inline void convolve_channels_store(float* const (&taps)[kTapSlots<W>], int width,
                                     const float* __restrict weights, int64_t row,
                                     const float* __restrict bias, OutT* out, int64_t n, bool stream) {
-  with_activation(act, [&](auto silu) {
-    store_results(out, n, stream, [&](int64_t c, __mmask16 m) {
-      __m512 acc = _mm512_maskz_loadu_ps(m, bias + c);
-      for (int k = 0; k < kTapSlots<W>; ++k)
-        if (tap_in_use<W>(k, width))
-          acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, weights + k * row + c),
-                                _mm512_maskz_loadu_ps(m, taps[k] + c), acc);
-      return activate16(silu, acc);
-    });
+  store_results(out, n, stream, [&](int64_t c, __mmask16 m) {
+    __m512 acc = _mm512_maskz_loadu_ps(m, bias + c);
+    for (int k = 0; k < kTapSlots<W>; ++k)
+      if (tap_in_use<W>(k, width))
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, weights + k * row + c),
+                              _mm512_maskz_loadu_ps(m, taps[k] + c), acc);
+    return activate16<ACT>(acc);
   });
 }
 

@@ -23,9 +23,9 @@ inline constexpr int64_t kStoreChunk = 256;
 // runs over t, so the compiler vectorises it with the taps held in registers. A runtime width
 // (W = kRuntimeWidth) takes its first kMinRuntimeWidth taps that way and each further one in a
 // pass of its own over result[]: a loop over a runtime number of taps inside the loop over t
-// would not vectorise, since the sum's order is fixed. The activation is a pass of its own too.
-template <int W>
-inline void convolve_time(const float* __restrict window, const float (&w)[kTapSlots<W>], int width, Act act,
+// would not vectorise, since the sum's order is fixed.
+template <int W, Act ACT>
+inline void convolve_time(const float* __restrict window, const float (&w)[kTapSlots<W>], int width,
                           float bias, float* __restrict result, int64_t n) {
   if constexpr (W == kRuntimeWidth) {
     for (int64_t t = 0; t < n; ++t) {
@@ -37,21 +37,22 @@ inline void convolve_time(const float* __restrict window, const float (&w)[kTapS
       const float wk = w[k];
       for (int64_t t = 0; t < n; ++t) result[t] += wk * window[t + k];
     }
+    if constexpr (ACT != Act::none)
+      for (int64_t t = 0; t < n; ++t) result[t] = activate<ACT>(result[t]);
   } else {
     (void)width;
     for (int64_t t = 0; t < n; ++t) {
       float acc = bias;
       for (int k = 0; k < W; ++k) acc += w[k] * window[t + k];
-      result[t] = acc;
+      result[t] = activate<ACT>(acc);
     }
   }
-  activate(act, result, n);
 }
 
 // Across channels (one token): taps[k] + offset is the row of e at lag W-1-k; weights[k * row]
 // the weights of tap k. The loop runs over channels; a runtime width as in convolve_time.
-template <int W>
-inline void convolve_channels(float* const (&taps)[kTapSlots<W>], int width, Act act, int64_t offset,
+template <int W, Act ACT>
+inline void convolve_channels(float* const (&taps)[kTapSlots<W>], int width, int64_t offset,
                               const float* __restrict weights, int64_t row, const float* __restrict bias,
                               float* __restrict result, int64_t n) {
   if constexpr (W == kRuntimeWidth) {
@@ -65,47 +66,48 @@ inline void convolve_channels(float* const (&taps)[kTapSlots<W>], int width, Act
       const float* __restrict xk = taps[k] + offset;
       for (int64_t c = 0; c < n; ++c) result[c] += wk[c] * xk[c];
     }
+    if constexpr (ACT != Act::none)
+      for (int64_t c = 0; c < n; ++c) result[c] = activate<ACT>(result[c]);
   } else {
     (void)width;
     for (int64_t c = 0; c < n; ++c) {
       float acc = bias[c];
       for (int k = 0; k < W; ++k) acc += weights[k * row + c] * taps[k][offset + c];
-      result[c] = acc;
+      result[c] = activate<ACT>(acc);
     }
   }
-  activate(act, result, n);
 }
 
 // The same, activated and stored to a contiguous output row. Where the build has AVX-512 this
 // is one fused pass (avx512.hpp); elsewhere the f32 results go through L1 in chunks.
-template <int W, class OutT>
+template <int W, Act ACT, class OutT>
 inline void convolve_time_store(const float* __restrict window, const float (&w)[kTapSlots<W>], int width,
-                                Act act, float bias, OutT* out, int64_t n, bool stream = false) {
+                                float bias, OutT* out, int64_t n, bool stream = false) {
 #if defined(DK_CPU_HAVE_AVX512)
-  avx512::convolve_time_store<W>(window, w, width, act, bias, out, n, stream);
+  avx512::convolve_time_store<W, ACT>(window, w, width, bias, out, n, stream);
 #else
   (void)stream;
   alignas(64) float result[kStoreChunk];
   for (int64_t t = 0; t < n; t += kStoreChunk) {
     const int64_t m = min_i64(kStoreChunk, n - t);
-    convolve_time<W>(window + t, w, width, act, bias, result, m);
+    convolve_time<W, ACT>(window + t, w, width, bias, result, m);
     store_row(result, out + t, m);
   }
 #endif
 }
 
-template <int W, class OutT>
-inline void convolve_channels_store(float* const (&taps)[kTapSlots<W>], int width, Act act,
+template <int W, Act ACT, class OutT>
+inline void convolve_channels_store(float* const (&taps)[kTapSlots<W>], int width,
                                     const float* __restrict weights, int64_t row,
                                     const float* __restrict bias, OutT* out, int64_t n, bool stream = false) {
 #if defined(DK_CPU_HAVE_AVX512)
-  avx512::convolve_channels_store<W>(taps, width, act, weights, row, bias, out, n, stream);
+  avx512::convolve_channels_store<W, ACT>(taps, width, weights, row, bias, out, n, stream);
 #else
   (void)stream;
   alignas(64) float result[kStoreChunk];
   for (int64_t c = 0; c < n; c += kStoreChunk) {
     const int64_t m = min_i64(kStoreChunk, n - c);
-    convolve_channels<W>(taps, width, act, c, weights + c, row, bias + c, result, m);
+    convolve_channels<W, ACT>(taps, width, c, weights + c, row, bias + c, result, m);
     store_row(result, out + c, m);
   }
 #endif
@@ -121,13 +123,13 @@ inline void fence_streaming_stores() {
 
 // A strided output (decode with several tokens): staged in the output dtype through the same
 // path as a contiguous row, then scattered, so the bits match those of a contiguous row.
-template <int W, class OutT>
-inline void convolve_channels_store_strided(float* const (&taps)[kTapSlots<W>], int width, Act act,
+template <int W, Act ACT, class OutT>
+inline void convolve_channels_store_strided(float* const (&taps)[kTapSlots<W>], int width,
                                             const float* __restrict weights, int64_t row,
                                             const float* __restrict bias, OutT* out, int64_t stride,
                                             int64_t n) {
   if (stride == 1) {
-    convolve_channels_store<W>(taps, width, act, weights, row, bias, out, n);
+    convolve_channels_store<W, ACT>(taps, width, weights, row, bias, out, n);
     return;
   }
   alignas(64) OutT staged[kStoreChunk];
@@ -135,7 +137,7 @@ inline void convolve_channels_store_strided(float* const (&taps)[kTapSlots<W>], 
     const int64_t m = min_i64(kStoreChunk, n - c);
     float* shifted[kTapSlots<W>];
     for (int k = 0; k < width_of<W>(width); ++k) shifted[k] = taps[k] + c;
-    convolve_channels_store<W>(shifted, width, act, weights + c, row, bias + c, staged, m);
+    convolve_channels_store<W, ACT>(shifted, width, weights + c, row, bias + c, staged, m);
     for (int64_t i = 0; i < m; ++i) out[(c + i) * stride] = staged[i];
   }
 }

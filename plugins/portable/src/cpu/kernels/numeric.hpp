@@ -249,11 +249,13 @@ inline float silu(float x) {
   return x / (1.0f + z);
 }
 
-// The activation over n results in place: a pass of its own, so that the loops before it are
-// the same for every activation (silu of a stored f32 is silu of the sum: the same bits).
-inline void activate(Act act, float* __restrict result, int64_t n) {
-  if (act == Act::silu)
-    for (int64_t i = 0; i < n; ++i) result[i] = silu(result[i]);
+template <Act ACT>
+inline float activate(float v) {
+  if constexpr (ACT == Act::silu) {
+    return silu(v);
+  } else {
+    return v;
+  }
 }
 
 }  // namespace deltakern::portable::cpu::DK_CPU_ISA

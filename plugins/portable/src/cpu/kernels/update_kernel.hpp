@@ -86,7 +86,7 @@ inline void shift_packed_width(int width, ST* block, int64_t n, const XT* x, int
   }
 }
 
-template <class XT, int W>
+template <class XT, int W, Act ACT>
 uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* scratch_base) {
   const int width = width_of<W>(p.width);
   const int64_t H = width - 1;
@@ -133,8 +133,8 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
         }
         const XT* x_t = x + t * p.x.stride[2];
         load_strided(x_t, p.x.stride[1], taps[H], n);
-        convolve_channels_store_strided<W>(taps, width, p.act, weights, R, bias, out + t * p.out.stride[2],
-                                           p.out.stride[1], n);
+        convolve_channels_store_strided<W, ACT>(taps, width, weights, R, bias, out + t * p.out.stride[2],
+                                                p.out.stride[1], n);
         const int64_t slot_t = wrap(written + t, S);
         store_x_column(st, state_base + slot_t * st.stride[2], st.stride[1], x_t, p.x.stride[1], n);
         if (packed) {  // later tokens of this call read it back as history
@@ -157,8 +157,8 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
     }
     for (int64_t t = 0; t < Tq; ++t) {
       load_strided(x + t * p.x.stride[2], p.x.stride[1], taps[H], n);
-      convolve_channels_store_strided<W>(taps, width, p.act, weights, R, bias, out + t * p.out.stride[2],
-                                         p.out.stride[1], n);
+      convolve_channels_store_strided<W, ACT>(taps, width, weights, R, bias, out + t * p.out.stride[2],
+                                              p.out.stride[1], n);
       float* oldest = taps[0];
       for (int k = 0; k < H; ++k) taps[k] = taps[k + 1];
       taps[H] = oldest;

@@ -153,7 +153,7 @@ struct ChannelScratch {
 
 // The tile across channels (channel-last x): per token, the block's channels in one vectorised
 // pass. taps[] rotates through a ring of W rows, so each element of x is converted once.
-template <class XT, int W>
+template <class XT, int W, Act ACT>
 inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, const ChannelScratch& s) {
   const int width = width_of<W>(p.width);
   const int64_t H = width - 1;
@@ -185,8 +185,8 @@ inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, cons
         prefetch_span_for_write(out + (token + p.prefetch_ahead) * out_step, n * int64_t{sizeof(XT)});
     }
     load_row(x + token * x_step, taps[H], n);
-    convolve_channels_store<W>(taps, width, p.act, s.weights, s.row, s.bias, out + token * out_step, n,
-                               p.stream_output);
+    convolve_channels_store<W, ACT>(taps, width, s.weights, s.row, s.bias, out + token * out_step, n,
+                                    p.stream_output);
     float* oldest = taps[0];
     for (int k = 0; k < H; ++k) taps[k] = taps[k + 1];
     taps[H] = oldest;
@@ -195,7 +195,7 @@ inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, cons
 
 // The tile along time (time-contiguous x): per channel row, chunks of kTimeChunk tokens are
 // converted into an f32 window behind their W-1 history and convolved.
-template <class XT, int W>
+template <class XT, int W, Act ACT>
 inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
   const int width = width_of<W>(p.width);
   const int64_t H = width - 1;
@@ -223,7 +223,7 @@ inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
         for (int64_t i = 0; i < H; ++i) window[i] = 0.0f;
       }
       load_row(x_row + c0, window + H, n);
-      convolve_time_store<W>(window, w, width, p.act, bias, out_row + c0, n, p.stream_output);
+      convolve_time_store<W, ACT>(window, w, width, bias, out_row + c0, n, p.stream_output);
     }
   }
 }
@@ -231,7 +231,7 @@ inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
 // A short tile of time-contiguous x, across channels: each channel's few tokens (and history)
 // are read as the contiguous run they are and transposed into s.tile; the results are staged
 // the same way and written back as runs.
-template <class XT, int W>
+template <class XT, int W, Act ACT>
 inline void short_tile_time_contiguous(const VarlenPlan& p, const VarlenItem& it, const ChannelScratch& s) {
   const int width = width_of<W>(p.width);
   const int64_t H = width - 1;
@@ -263,7 +263,7 @@ inline void short_tile_time_contiguous(const VarlenPlan& p, const VarlenItem& it
   for (int64_t t = 0; t < len; ++t) {
     float* taps[kTapSlots<W>];
     for (int k = 0; k < width; ++k) taps[k] = s.tile + (t + k) * R;
-    convolve_channels_store<W>(taps, width, p.act, s.weights, R, s.bias, staged + t * R, n);
+    convolve_channels_store<W, ACT>(taps, width, s.weights, R, s.bias, staged + t * R, n);
   }
   for (int64_t c = 0; c < n; ++c) {
     XT* out_row = out + (it.d0 + c) * p.out.stride[0] + it.t0;
@@ -271,7 +271,7 @@ inline void short_tile_time_contiguous(const VarlenPlan& p, const VarlenItem& it
   }
 }
 
-template <class XT, int W>
+template <class XT, int W, Act ACT>
 uint32_t varlen_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end, float* scratch) {
   const ChannelScratch s(p, width_of<W>(p.width), scratch);
   uint32_t errors = 0;
@@ -280,9 +280,9 @@ uint32_t varlen_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end,
     VarlenItem it;
     if (!decode_item(p, at, it) || !prepare_item<XT>(p, it, errors)) continue;
     if (it.t1 - it.t0 >= kShortTile) {
-      tile_along_time<XT, W>(p, it);
+      tile_along_time<XT, W, ACT>(p, it);
     } else if (it.t1 > it.t0) {
-      short_tile_time_contiguous<XT, W>(p, it, s);
+      short_tile_time_contiguous<XT, W, ACT>(p, it, s);
     }
     if (it.tile == 0) write_state<XT>(p, it);
   }
@@ -290,7 +290,7 @@ uint32_t varlen_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end,
   return errors;
 }
 
-template <class XT, int W>
+template <class XT, int W, Act ACT>
 uint32_t varlen_channel_last(const VarlenPlan& p, int64_t begin, int64_t end, float* scratch) {
   const ChannelScratch s(p, width_of<W>(p.width), scratch);
   uint32_t errors = 0;
@@ -298,7 +298,7 @@ uint32_t varlen_channel_last(const VarlenPlan& p, int64_t begin, int64_t end, fl
   for (int64_t item = begin; item < end; ++item, at.advance(p)) {
     VarlenItem it;
     if (!decode_item(p, at, it) || !prepare_item<XT>(p, it, errors)) continue;
-    if (it.t1 > it.t0) tile_across_channels<XT, W>(p, it, s);
+    if (it.t1 > it.t0) tile_across_channels<XT, W, ACT>(p, it, s);
     if (it.tile == 0) write_state<XT>(p, it);
   }
   if (p.stream_output) fence_streaming_stores();
