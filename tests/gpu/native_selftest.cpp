@@ -132,6 +132,7 @@ struct VarlenCase {
   int64_t pad_id = -1;
   int oor_seq = -1;     // a sequence given an out-of-range index
   int64_t tile = 0;     // tile override (DELTAKERN_NATIVE_TILE)
+  int vec_bytes = 0;    // channel-last bytes a thread (DELTAKERN_NATIVE_CL_VEC); 0: the plan's
   int64_t q_shift = 0;  // q[0] > 0: tokens before the first sequence belong to none
   // causal_conv1d_varlen_out: the result goes into a separate out of x's layout, with its own row
   // pitch (out_ld_extra beyond the minimum) and offset (out_offset elements; odd breaks 16-byte
@@ -253,10 +254,13 @@ std::string compare_pool(const HostArray& got, const HostArray& ref) {
 }
 
 std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t stream, bool capture = false) {
-  if (c.tile > 0) {
-    setenv("DELTAKERN_NATIVE_TILE", std::to_string(c.tile).c_str(), 1);
+  const bool knobs = c.tile > 0 || c.vec_bytes > 0;
+  if (knobs) {
+    if (c.tile > 0) setenv("DELTAKERN_NATIVE_TILE", std::to_string(c.tile).c_str(), 1);
+    if (c.vec_bytes > 0) setenv("DELTAKERN_NATIVE_CL_VEC", std::to_string(c.vec_bytes).c_str(), 1);
     plugin.init();
     unsetenv("DELTAKERN_NATIVE_TILE");
+    unsetenv("DELTAKERN_NATIVE_CL_VEC");
   }
   const int64_t B = static_cast<int64_t>(c.lens.size());
   const int64_t lines = B + c.extra_lines;
@@ -355,7 +359,7 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
     problem = "error word " + std::to_string(flags) + " (an out-of-range index " +
               (c.oor_seq >= 0 ? "was" : "was not") + " given)";
   if (problem.empty() && plugin.check_errors(stream) != 0) problem = "error word not cleared";
-  if (c.tile > 0) plugin.init();
+  if (knobs) plugin.init();
   return problem;
 }
 
@@ -657,7 +661,8 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
       narrow.lens = {1, 2, 1, 5, 2, 0, 40, 1};
       narrow.init_mode = 1;
       add(narrow, L + "/short-seqs-S3-W" + std::to_string(W));
-      narrow.D = 4160;  // rows over 8 KB: the 16-byte path
+      narrow.D = 4160;  // rows over 8 KB, forced onto the 16-byte path
+      narrow.vec_bytes = 16;
       add(narrow, L + "/short-seqs-S3-W" + std::to_string(W) + "/wide-rows");
     }
     // A crowded tail: more than 32 sequences (one-token, empty and padded ones) end in the last
@@ -674,13 +679,17 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
     crowd.pad_every = 7;
     add(crowd, L + "/crowded-tail");
     if (cl) {
-      // Token rows over 8 KB take 16-byte threads (smaller ones, every case above, 8-byte ones),
-      // with and without token tiles, widths 2-4, f16 and f32.
+      // Token rows over 8 KB in batches over 4096 tokens take 16-byte threads (every other case
+      // 8-byte ones): once as the plan chooses, then forced onto short batches, with and without
+      // token tiles, widths 2-4, f16 and f32.
       VarlenCase wide;
       wide.channel_last = true;
       wide.D = 4160;
-      wide.lens = {77, 5, 123, 1, 0, 40};
+      wide.lens = {3000, 1, 1200, 0, 5};
       wide.pad_every = 4;
+      add(wide, L + "/wide-rows/long");
+      wide.lens = {77, 5, 123, 1, 0, 40};
+      wide.vec_bytes = 16;
       add(wide, L + "/wide-rows");
       wide.tile = 64;
       add(wide, L + "/wide-rows/tiles64");

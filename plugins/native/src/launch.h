@@ -12,6 +12,7 @@ namespace deltakern::native {
 struct LaunchOptions {
   bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
   int sm_count = 1;
+  int channel_last_vec_bytes = 0;  // bytes of channels a channel-last thread (8 or 16); 0: the plan's choice
 };
 
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).

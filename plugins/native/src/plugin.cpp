@@ -93,12 +93,14 @@ struct DeviceInfo {
 struct Plugin {
   const dk_host* host = nullptr;
   std::array<DeviceInfo, kMaxDevices> devices;
-  int64_t tile_tokens = 0;  // DELTAKERN_NATIVE_TILE: tile length override for tests and sweeps
-  bool pdl = true;          // DELTAKERN_NATIVE_PDL=0 turns programmatic dependent launch off
+  int64_t tile_tokens = 0;         // DELTAKERN_NATIVE_TILE: tile length override for tests and sweeps
+  bool pdl = true;                 // DELTAKERN_NATIVE_PDL=0 turns programmatic dependent launch off
+  int channel_last_vec_bytes = 0;  // DELTAKERN_NATIVE_CL_VEC: 8 or 16 bytes a channel-last thread, for sweeps
 };
 
 LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
-  return LaunchOptions{plugin.pdl && dev.compute_capability >= 90, dev.sm_count};
+  return LaunchOptions{plugin.pdl && dev.compute_capability >= 90, dev.sm_count,
+                       plugin.channel_last_vec_bytes};
 }
 
 std::string cuda_message(const char* what, int err) {
@@ -340,6 +342,8 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
     plugin->host = host;
     if (const char* tile = std::getenv("DELTAKERN_NATIVE_TILE")) plugin->tile_tokens = std::atoll(tile);
     if (const char* pdl = std::getenv("DELTAKERN_NATIVE_PDL")) plugin->pdl = std::string(pdl) != "0";
+    if (const char* vec = std::getenv("DELTAKERN_NATIVE_CL_VEC"))
+      plugin->channel_last_vec_bytes = std::atoi(vec);
     *out = plugin;
   });
 }

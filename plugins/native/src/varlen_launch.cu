@@ -120,8 +120,14 @@ static bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 // Bytes of channels a thread of the vectorized channel-last kernel. An H200 sweep (bf16, one
 // sequence to 64 mixed, 8k-128k tokens, the same tiles and bytes per thread) found 8-byte threads
 // 0-16% faster than 16-byte ones where a token row is 8 KB (D = 4096) and 10-29% slower where it
-// is 16 KB (D = 8192); why is not established. Rows of up to 8 KB take 8-byte threads.
-static int channel_last_vec_bytes(int64_t esz, int64_t dim) { return dim * esz <= 8192 ? 8 : 16; }
+// is 16 KB (D = 8192); why is not established. Rows of up to 8 KB take 8-byte threads, and so do
+// longer rows in batches of up to 4096 tokens: twice the threads, where the 64-token tile floor
+// leaves the 16-byte grid short of two blocks per SM (H200, bf16, D = 8192, 1 / 8 equal / 64 mixed
+// sequences: 1k 17.6 / 18.4 / 28.2 -> 16.6 / 17.0 / 24.2 us, 4k 45.2 / 47.0 / 57.2 -> 44.1 / 44.6
+// / 50.0; 6k and 8k one sequence 8-9% slower; 4-byte threads slower than 8-byte ones up to 4k).
+static int channel_last_vec_bytes(int64_t esz, int64_t dim, int64_t tokens) {
+  return dim * esz <= 8192 || tokens <= 4096 ? 8 : 16;
+}
 
 VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_last, const LaunchOptions& o,
                        int64_t tile_tokens) {
@@ -139,7 +145,9 @@ VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_l
     const auto rows_allow = [&](const void* base, int64_t time_stride) {
       return aligned16(base) && (T <= 1 || (time_stride * esz) % 16 == 0);
     };
-    const int vec_bytes = channel_last_vec_bytes(esz, D);
+    const int vec_bytes = o.channel_last_vec_bytes == 8 || o.channel_last_vec_bytes == 16
+                              ? o.channel_last_vec_bytes
+                              : channel_last_vec_bytes(esz, D, T);
     plan.vectorized =
         rows_allow(p.x, p.time_stride) && rows_allow(p.out, p.out_time_stride) && D % (vec_bytes / esz) == 0;
     plan.vec_bytes = plan.vectorized ? vec_bytes : 0;
