@@ -58,6 +58,10 @@ struct VarlenParams {
   int32_t tail_len;        // max(3, S)
   void* park;              // (ntiles-1) tails of x's dtype (in place only); layout per kernel
   float* state_park;       // (ntiles-1, S, D): new states of sequences that end in a later tile
+  // Channel-last, every tile in one thread block cluster (sm_90): a tile holds its tail and a
+  // crossing sequence's new state in registers and writes them after the cluster's barriers
+  // instead of parking them; no scratch and no finish pass.
+  bool clustered;
 };
 
 struct UpdateParams {

@@ -342,6 +342,19 @@ __device__ __forceinline__ void write_new_state(const VarlenParams& p, const T* 
   }
 }
 
+// The thread block cluster's barrier (sm_90): arrive releases this thread's earlier accesses,
+// wait acquires those of every thread of the cluster that arrived.
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
 // Asynchronous global -> shared copies (sm_80+): bytes in flight without registers held.
 template <int kBytes>
 __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
@@ -359,22 +372,31 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // Launches with programmatic dependent launch when asked (sm_90): the launch overlaps the
 // previous kernel's tail; the kernel itself waits for that kernel before touching memory.
+// cluster_x > 1: in thread block clusters of that many blocks along x (sm_90).
 template <typename... Params, typename... Args>
-cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                          bool pdl, Args&&... args) {
+cudaError_t launch_kernel_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                      cudaStream_t stream, bool pdl, unsigned cluster_x, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
+  cfg.attrs = attr;
   if (pdl) {
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster_x > 1) {
+    attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attr[cfg.numAttrs++].val.clusterDim = {cluster_x, 1, 1};
   }
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          bool pdl, Args&&... args) {
+  return launch_kernel_in_clusters(kernel, grid, block, smem, stream, pdl, 1u, std::forward<Args>(args)...);
 }
 
 }  // namespace deltakern::native

@@ -13,6 +13,7 @@ struct LaunchOptions {
   bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
   int sm_count = 1;
   int channel_last_vec_bytes = 0;  // bytes of channels a channel-last thread (8 or 16); 0: the plan's choice
+  int cluster_tiles = 0;           // channel-last: the most tiles one cluster holds (0: no clusters)
 };
 
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).
@@ -20,6 +21,7 @@ struct VarlenPlan {
   bool channel_last = false;
   bool vectorized = false;  // vector accesses along the contiguous dimension, else the scalar kernel
   int32_t vec_bytes = 0;    // channel-last, vectorized: bytes of channels a thread (16 or 8)
+  bool clustered = false;   // channel-last: every tile in one cluster, no scratch and no finish pass
   bool row_walker = false;  // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
   bool short_rows = false;  // row walker: rows short enough for the half-size chunks
   int64_t tile_len = 0;
@@ -56,6 +58,7 @@ constexpr int32_t kMaxUpdateTokens = 64;
 int preload_varlen();
 int preload_update();
 int preload_channel_last();
+int channel_last_cluster_limit();  // after preload_channel_last, on the current device
 int preload_time_contiguous();
 
 // This device's error word (the current device's), or nullptr with the error in *err.

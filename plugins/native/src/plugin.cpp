@@ -87,6 +87,7 @@ struct DeviceInfo {
   int sm_count = 0;
   int compute_capability = 0;
   uint32_t* error_word = nullptr;
+  int cluster_tiles = 0;  // channel_last_cluster_limit()
   int error = cudaSuccess;
 };
 
@@ -96,11 +97,12 @@ struct Plugin {
   int64_t tile_tokens = 0;         // DELTAKERN_NATIVE_TILE: tile length override for tests and sweeps
   bool pdl = true;                 // DELTAKERN_NATIVE_PDL=0 turns programmatic dependent launch off
   int channel_last_vec_bytes = 0;  // DELTAKERN_NATIVE_CL_VEC: 8 or 16 bytes a channel-last thread, for sweeps
+  bool clusters = true;  // DELTAKERN_NATIVE_CLUSTERS=0: channel-last never in clusters (tests, sweeps)
 };
 
 LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
   return LaunchOptions{plugin.pdl && dev.compute_capability >= 90, dev.sm_count,
-                       plugin.channel_last_vec_bytes};
+                       plugin.channel_last_vec_bytes, plugin.clusters ? dev.cluster_tiles : 0};
 }
 
 std::string cuda_message(const char* what, int err) {
@@ -128,6 +130,8 @@ const DeviceInfo& device_info(Plugin& plugin, int device) {
     info.error_word = error_word_address(&info.error);
     if (info.error == cudaSuccess) info.error = preload_varlen();
     if (info.error == cudaSuccess) info.error = preload_update();
+    if (info.error == cudaSuccess && info.compute_capability >= 90)
+      info.cluster_tiles = channel_last_cluster_limit();
     cudaThreadExchangeStreamCaptureMode(&mode);
   });
   if (info.error != cudaSuccess)
@@ -344,6 +348,8 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
     if (const char* pdl = std::getenv("DELTAKERN_NATIVE_PDL")) plugin->pdl = std::string(pdl) != "0";
     if (const char* vec = std::getenv("DELTAKERN_NATIVE_CL_VEC"))
       plugin->channel_last_vec_bytes = std::atoi(vec);
+    if (const char* clusters = std::getenv("DELTAKERN_NATIVE_CLUSTERS"))
+      plugin->clusters = std::string(clusters) != "0";
     *out = plugin;
   });
 }

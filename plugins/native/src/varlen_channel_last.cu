@@ -11,6 +11,15 @@
 // originals a crossing sequence's new state is made of). Their outputs are parked, and the
 // finish pass writes them (varlen_launch.cu). Into a separate out (causal_conv1d_varlen_out)
 // every load still reads x, which nothing writes, so nothing is parked (parks_tail).
+//
+// A call of up to 16 tiles (sm_90, width 4, S <= 3; plan_varlen) runs its tiles as one thread
+// block cluster instead, with nothing parked and no finish pass: a tile reads the three rows
+// before it and arrives at the cluster's barrier, walks, holds its tail's outputs and the new
+// state of a sequence that started in an earlier tile in registers, writes the tail once every
+// tile has arrived, arrives again (every prior it reads is read), and writes the state once every
+// tile has arrived a second time.
+#include <algorithm>
+
 #include "conv1d_common.cuh"
 #include "launch.h"
 
@@ -19,11 +28,15 @@ namespace deltakern::native {
 // kVecBytes: bytes of channels a thread, 16 or 8 (plan_varlen picks); 0 is the scalar path
 // (misaligned x): one channel and plain loads. kWidth == 0: the call's width and activation, read
 // at run time (the scalar path's instantiations, see ChannelLast).
-template <typename T_, int kVecBytes_, int kWidth_, bool kSilu_>
+// kClustered: the call's tiles form one thread block cluster (p.clustered; plan_varlen). A
+// template parameter: as a run-time flag its registers slowed every unclustered call (H200, 8k
+// tokens: 3%).
+template <typename T_, int kVecBytes_, int kWidth_, bool kSilu_, bool kClustered_ = false>
 struct ChannelLastTraits {
   using T = T_;
   static constexpr int kWidth = kWidth_;
   static constexpr bool kSilu = kSilu_;
+  static constexpr bool kClustered = kClustered_;
   static constexpr int kNThreads = 128;
   // plan_varlen sizes the tiles for about two blocks per SM, so a thread may use the registers
   // of two: at four, the 16-byte path spilled in its inner loop (H200: 3-5% slower at 8k-32k).
@@ -55,6 +68,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   constexpr int kVec = Kt::kVec;
   constexpr int kBatch = Kt::kBatch, kStages = Kt::kStages;
   constexpr bool kVectorized = Kt::kSmemBytes > 0;
+  constexpr bool kClustered = Kt::kClustered;
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_previous_grid();
 
@@ -62,18 +76,45 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
   const int64_t t_begin = static_cast<int64_t>(g) * p.tile_len;
   const int32_t b_first = warp_first_sequence_ending_at_or_after(p, t_begin);  // whole warps
   const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * Kt::kNThreads + threadIdx.x) * kVec;
-  if (c0 >= p.dim) return;  // no block-wide barrier below
+  if (c0 >= p.dim) {  // no block-wide barrier below; the cluster's (see the end) these threads too
+    if constexpr (kClustered) {
+      cluster_arrive();
+      cluster_wait();
+      cluster_arrive();
+    }
+    return;
+  }
   const int64_t t_end = min(t_begin + p.tile_len, p.tokens);
   const bool last_tile = g == p.ntiles - 1;
+  // The tail's outputs are parked for the finish pass, or held in registers in a cluster.
   const bool parks = !last_tile && parks_tail(p);
   const int64_t park_from = parks ? t_end - p.tail_len : t_end;
   const int64_t ts = p.time_stride, out_ts = p.out_time_stride;
   T* const x = static_cast<T*>(p.x) + c0;
   T* const out_base = static_cast<T*>(p.out) + c0;  // x in place; vector-aligned where x is (plugin.cpp)
   // Park layout (ntiles-1, tail_len, D): a parked row is as coalesced as an x row.
-  T* const park =
-      parks ? static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0 : nullptr;
+  T* const park = parks && !kClustered
+                      ? static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0
+                      : nullptr;
   auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
+  // In a cluster the previous tile writes its tail once every tile has arrived at the cluster's
+  // barrier: the rows before this tile are read first, and used (the arrive orders no load still
+  // in flight).
+  Vec tile_halo[kHalo];
+  if constexpr (kClustered) {
+#pragma unroll
+    for (int i = 0; i < kHalo; ++i) {
+      tile_halo[i] = t_begin - kHalo + i >= 0 ? load(t_begin - kHalo + i) : Vec{};
+      float used[kVec];
+      unpack<T, kVec>(tile_halo[i], used);
+      asm volatile("" ::"f"(used[0]));
+    }
+    cluster_arrive();
+  }
+  Vec held[kHalo];  // in a cluster, the tail's outputs (bit k of held_rows: tail row k)
+  unsigned held_rows = 0;
+  int64_t held_line = -1;  // and the new state of a sequence that started in an earlier tile
+  float held_state[kHalo][kVec];
 
   ChannelTaps taps[kVec];
   if constexpr (kVectorized)
@@ -135,6 +176,29 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     }
   };
 
+  // A new state of S <= 3 from the window that holds its sequence's last three e-values: into the
+  // state row, or the finish pass's park.
+  auto write_window_state = [&](int64_t line, const float(&w)[kHalo][kVec], float* spark) {
+    if (spark == nullptr && form != StateForm::scalar) {
+      StateVecs next;  // S == 3: the window is the new state
+      window_to_state(w, next);
+#pragma unroll
+      for (int k = 0; k < kHalo; ++k) *state_vec(line, k) = next.v[k];
+      return;
+    }
+#pragma unroll
+    for (int v = 0; v < kVec; ++v)
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i) {
+        const int32_t j = i - (kHalo - st.len);  // window entry i is new state entry j
+        if (j < 0) continue;
+        if (spark != nullptr)
+          spark[static_cast<int64_t>(j) * p.dim + c0 + v] = w[i][v];
+        else
+          store_float(st.data, state_offset(st, line, c0 + v, j), st.dtype, w[i][v]);
+      }
+  };
+
   for (int32_t b = b_first; b < p.batch; ++b) {
     const int64_t q0 = seq_offset(p, b);
     const int64_t q1 = max(q0, seq_offset(p, b + 1));
@@ -172,7 +236,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     Vec halo[kHalo];
 #pragma unroll
     for (int i = 0; i < kHalo; ++i)
-      if (a - kHalo + i >= q0) halo[i] = load(a - kHalo + i);
+      if (a - kHalo + i >= q0) halo[i] = kClustered && a == t_begin ? tile_halo[i] : load(a - kHalo + i);
     const bool init = has_initial_state(p, b);
     const int64_t line = state_line(p.cache_indices, b, st, p.conv, ends_here && c0 == 0);
     if (line < 0) {
@@ -207,7 +271,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     // overwrites them: this thread has not written them yet, and those before the tile are the
     // previous tile's parked tail (or out is not x). A sequence that started in an earlier tile, whose first
     // tile reads the old prior, parks its new state for the finish pass.
-    float* const spark = a == q0 ? nullptr : p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim;
+    const bool crossing = a != q0;
+    float* const spark =
+        crossing && !kClustered ? p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim : nullptr;
     const bool state_from_window = st.len <= kHalo && (first == 0 || q1 - q0 >= kHalo);
     if (ends_here && !state_from_window) {
 #pragma unroll
@@ -230,9 +296,22 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
         win[1][v] = win[2][v];
         win[2][v] = cur[v];
       }
-      T* o = out_x;
-      if (r >= park_row) o = park_at + static_cast<int64_t>(r - park_row) * p.dim;
-      store_elems<T, kVec>(o, out);
+      if (kClustered && r >= park_row) {
+        union {
+          Vec v;
+          T e[kVec];
+        } u;
+        round_into(u.e, out);
+        const int64_t k_row = a + r - park_from;  // tail row k_row (park_row is clamped to the piece)
+#pragma unroll
+        for (int k = 0; k < kHalo; ++k)
+          if (k_row == k) held[k] = u.v;
+        held_rows |= 1u << k_row;
+      } else {
+        T* o = out_x;
+        if (r >= park_row) o = park_at + static_cast<int64_t>(r - park_row) * p.dim;
+        store_elems<T, kVec>(o, out);
+      }
       out_x += out_ts;
     };
 
@@ -259,38 +338,43 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
     } else {
       for (int32_t r = 0; r < rows; ++r) step(load(a + r), r);
     }
-    if (ends_here && state_from_window && !(q1 == q0 && init) && spark == nullptr &&
-        form != StateForm::scalar) {
-      StateVecs next;  // S == 3: the window is the new state
-      window_to_state(win, next);
+    if (ends_here && state_from_window && !(q1 == q0 && init)) {  // an empty one keeps its prior
+      if (kClustered && crossing) {  // written after the cluster's second barrier
+        held_line = line;
 #pragma unroll
-      for (int k = 0; k < kHalo; ++k) *state_vec(line, k) = next.v[k];
-    } else if (ends_here && state_from_window && !(q1 == q0 && init)) {  // an empty one keeps its prior
+        for (int i = 0; i < kHalo; ++i)
 #pragma unroll
-      for (int v = 0; v < kVec; ++v)
+          for (int v = 0; v < kVec; ++v) held_state[i][v] = win[i][v];
+      } else {
+        write_window_state(line, win, spark);
+      }
+    }
+  }
+  if constexpr (kClustered) {
+    cluster_wait();  // every tile has read the rows before it: the tail is written
 #pragma unroll
-        for (int i = 0; i < kHalo; ++i) {
-          const int32_t j = i - (kHalo - st.len);  // window entry i is new state entry j
-          if (j < 0) continue;
-          if (spark != nullptr)
-            spark[static_cast<int64_t>(j) * p.dim + c0 + v] = win[i][v];
-          else
-            store_float(st.data, state_offset(st, line, c0 + v, j), st.dtype, win[i][v]);
-        }
+    for (int k = 0; k < kHalo; ++k)
+      if (held_rows & (1u << k)) *reinterpret_cast<Vec*>(out_base + (park_from + k) * out_ts) = held[k];
+    cluster_arrive();  // this thread has read every prior it reads
+    if (held_line >= 0) {
+      cluster_wait();
+      write_window_state(held_line, held_state, nullptr);
     }
   }
   allow_next_grid();
 }
 
-// (x dtype, bytes of channels a thread, width, silu). The scalar path serves misaligned x only,
-// so one instantiation per dtype takes width and activation at run time: 39 kernels, not 54.
+// (x dtype, bytes of channels a thread, width, silu, clustered). The scalar path serves misaligned
+// x only, so one instantiation per dtype takes width and activation at run time; clusters take
+// vectors and width 4 (plan_varlen): 51 kernels, not 108.
 struct ChannelLast {
-  using Configs = native::Configs<Dtypes, Values<16, 8, 0>, Widths, Bools>;
-  static auto traits(auto dtype, auto vec_bytes, auto width, auto silu) {
+  using Configs = native::Configs<Dtypes, Values<16, 8, 0>, Widths, Bools, Bools>;
+  static auto traits(auto dtype, auto vec_bytes, auto width, auto silu, auto clustered) {
     if constexpr (vec_bytes() == 0)
       return std::type_identity<ChannelLastTraits<element_t<dtype()>, 0, 0, false>>{};
     else
-      return std::type_identity<ChannelLastTraits<element_t<dtype()>, vec_bytes(), width(), silu()>>{};
+      return std::type_identity<ChannelLastTraits<element_t<dtype()>, vec_bytes(), width(), silu(),
+                                                  clustered() && width() == kMaxWidth>>{};
   }
   template <typename Kt>
   static auto kernel() {
@@ -300,19 +384,44 @@ struct ChannelLast {
 
 int channel_last_threads() { return ChannelLastTraits<float, 16, 4, false>::kNThreads; }
 
-int preload_channel_last() { return preload<ChannelLast>(); }
+// Every instantiation may run in clusters of up to 16 blocks (more than the portable 8); returns
+// the first error.
+int preload_channel_last() {
+  return for_each_config(ChannelLast::Configs{}, [](auto... cs) {
+    using Kt = typename decltype(ChannelLast::traits(cs...))::type;
+    return cudaFuncSetAttribute(ChannelLast::kernel<Kt>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  });
+}
+
+// The most tiles one cluster of the vectorized kernel can hold on this device (a cluster must fit
+// in one GPC at once), or 0 where clusters are not available.
+int channel_last_cluster_limit() {
+  using Kt = ChannelLastTraits<float, 16, 4, true, true>;  // the most shared memory a block
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(16, 1);
+  cfg.blockDim = dim3(Kt::kNThreads);
+  cfg.dynamicSmemBytes = Kt::kSmemBytes;
+  int size = 0;
+  if (cudaOccupancyMaxPotentialClusterSize(&size, varlen_channel_last_kernel<Kt>, &cfg) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return size > 1 ? std::min(size, 16) : 0;
+}
 
 int launch_varlen_channel_last(const VarlenParams& p, ScalarType dtype, int vec_bytes, const LaunchOptions& o,
                                void* stream) {
   return with_instantiation<ChannelLast>(
       [&](auto traits, auto kernel) {
         using Kt = typename decltype(traits)::type;
+        if (Kt::kClustered != p.clustered) return cudaErrorInvalidValue;  // plan_varlen keeps them equal
         const int64_t threads = (p.dim + Kt::kVec - 1) / Kt::kVec;
         const dim3 grid(p.ntiles, static_cast<unsigned>((threads + Kt::kNThreads - 1) / Kt::kNThreads));
-        return launch_kernel(kernel, grid, dim3(Kt::kNThreads), Kt::kSmemBytes,
-                             static_cast<cudaStream_t>(stream), o.pdl, p);
+        return launch_kernel_in_clusters(kernel, grid, dim3(Kt::kNThreads), Kt::kSmemBytes,
+                                         static_cast<cudaStream_t>(stream), o.pdl,
+                                         p.clustered ? static_cast<unsigned>(p.ntiles) : 1u, p);
       },
-      dtype, vec_bytes, p.conv.width, p.conv.silu);
+      dtype, vec_bytes, p.conv.width, p.conv.silu, p.clustered);
 }
 
 }  // namespace deltakern::native
