@@ -134,6 +134,7 @@ struct VarlenCase {
   int64_t tile = 0;      // tile override (DELTAKERN_NATIVE_TILE)
   int vec_bytes = 0;     // channel-last bytes a thread (DELTAKERN_NATIVE_CL_VEC); 0: the plan's
   bool clusters = true;  // DELTAKERN_NATIVE_CLUSTERS=0: channel-last tiles park, the finish pass writes
+  int time_staged = -1;  // DELTAKERN_NATIVE_TIME_STAGED: 0 never, 1 wherever whole rows fit; -1 the plan's
   int64_t q_shift = 0;   // q[0] > 0: tokens before the first sequence belong to none
   // causal_conv1d_varlen_out: the result goes into a separate out of x's layout, with its own row
   // pitch (out_ld_extra beyond the minimum) and offset (out_offset elements; odd breaks 16-byte
@@ -255,15 +256,17 @@ std::string compare_pool(const HostArray& got, const HostArray& ref) {
 }
 
 std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t stream, bool capture = false) {
-  const bool knobs = c.tile > 0 || c.vec_bytes > 0 || !c.clusters;
+  const bool knobs = c.tile > 0 || c.vec_bytes > 0 || !c.clusters || c.time_staged >= 0;
   if (knobs) {
     if (c.tile > 0) setenv("DELTAKERN_NATIVE_TILE", std::to_string(c.tile).c_str(), 1);
     if (c.vec_bytes > 0) setenv("DELTAKERN_NATIVE_CL_VEC", std::to_string(c.vec_bytes).c_str(), 1);
     if (!c.clusters) setenv("DELTAKERN_NATIVE_CLUSTERS", "0", 1);
+    if (c.time_staged >= 0) setenv("DELTAKERN_NATIVE_TIME_STAGED", std::to_string(c.time_staged).c_str(), 1);
     plugin.init();
     unsetenv("DELTAKERN_NATIVE_TILE");
     unsetenv("DELTAKERN_NATIVE_CL_VEC");
     unsetenv("DELTAKERN_NATIVE_CLUSTERS");
+    unsetenv("DELTAKERN_NATIVE_TIME_STAGED");
   }
   const int64_t B = static_cast<int64_t>(c.lens.size());
   const int64_t lines = B + c.extra_lines;
@@ -723,6 +726,29 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
       rows.pad_every = 4;
       add(rows, L + "/long-rows-walker");
     }
+    if (!cl) {
+      // Serving shapes: 64 sequences of mixed lengths in 1k tokens on 8192 rows, some padded; many
+      // one- and two-token sequences (a staged block then holds only four rows: the priors'
+      // share of shared memory); 4k tokens in 200 sequences.
+      VarlenCase serving;
+      serving.D = 8192;
+      serving.xdt = serving.wdt = serving.bdt = serving.sdt = ScalarType::bf16;
+      for (int i = 0; i < 64; ++i) serving.lens.push_back(1 + (i * 37) % 31);
+      serving.lens.back() += 1024 - std::accumulate(serving.lens.begin(), serving.lens.end(), int64_t{0});
+      serving.pad_every = 9;
+      if (!quick) add(serving, L + "/serving-1k-64");  // these three: not in the sanitizers' --quick runs
+      VarlenCase dense;
+      dense.D = 1024;
+      for (int i = 0; i < 1000; ++i) dense.lens.push_back(1 + i % 2);
+      dense.pad_every = 11;
+      if (!quick) add(dense, L + "/1000-short-seqs");
+      VarlenCase mid;
+      mid.D = 2048;
+      mid.S = 5;
+      for (int i = 0; i < 200; ++i) mid.lens.push_back((i * 53) % 41);
+      mid.lens.back() += 4096 - std::accumulate(mid.lens.begin(), mid.lens.end(), int64_t{0});
+      if (!quick) add(mid, L + "/4k-200-seqs-S5");
+    }
     VarlenCase empty;
     empty.channel_last = cl;
     empty.lens = {0, 0, 0};
@@ -730,15 +756,26 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
     add(empty, L + "/all-empty");
   }
   // On sm_90 channel-last calls of up to 16 tiles (width 4, S <= 3) run in one cluster (most of
-  // the cases above): each of those once more with the tiles parked for the finish pass.
+  // the cases above): each of those once more with the tiles parked for the finish pass. Time-
+  // contiguous batches of up to 4096 tokens on aligned rows stage whole rows (most of the cases
+  // above): each time-contiguous case once more with staging forced on, and once forced off (the
+  // row walker or the tiles).
   const size_t n = cases.size();
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
     if (cases[i].channel_last) {
       VarlenCase parked = cases[i];
       parked.clusters = false;
       parked.name += "/no-clusters";
       cases.push_back(parked);
+    } else if (cases[i].tile == 0) {
+      for (int staged : {0, 1}) {
+        VarlenCase forced = cases[i];
+        forced.time_staged = staged;
+        forced.name += staged ? "/staged" : "/not-staged";
+        cases.push_back(forced);
+      }
     }
+  }
   return cases;
 }
 

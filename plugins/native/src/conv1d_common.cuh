@@ -370,6 +370,47 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
+// Bulk copies global -> shared (sm_90, the TMA unit) completing on a shared-memory barrier: one
+// instruction moves a whole row. Addresses and sizes are multiples of 16 bytes.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void barrier_init(uint64_t* bar, unsigned count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
+#endif
+}
+// Arrives once, expecting `bytes` of bulk copies to complete on the barrier.
+__device__ __forceinline__ void barrier_arrive_expect(uint64_t* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem, unsigned bytes,
+                                                    uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          shared_address(smem)),
+      "l"(gmem), "r"(bytes), "r"(shared_address(bar))
+      : "memory");
+#endif
+}
+// Waits for the barrier's phase `parity` to complete.
+__device__ __forceinline__ void barrier_wait(uint64_t* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+#endif
+}
+
 // Launches with programmatic dependent launch when asked (sm_90): the launch overlaps the
 // previous kernel's tail; the kernel itself waits for that kernel before touching memory.
 // cluster_x > 1: in thread block clusters of that many blocks along x (sm_90).

@@ -14,16 +14,18 @@ struct LaunchOptions {
   int sm_count = 1;
   int channel_last_vec_bytes = 0;  // bytes of channels a channel-last thread (8 or 16); 0: the plan's choice
   int cluster_tiles = 0;           // channel-last: the most tiles one cluster holds (0: no clusters)
+  int time_staged = -1;  // time-contiguous staged rows: -1 the plan's choice, 0 never, 1 where they fit
 };
 
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).
 struct VarlenPlan {
   bool channel_last = false;
-  bool vectorized = false;  // vector accesses along the contiguous dimension, else the scalar kernel
-  int32_t vec_bytes = 0;    // channel-last, vectorized: bytes of channels a thread (16 or 8)
-  bool clustered = false;   // channel-last: every tile in one cluster, no scratch and no finish pass
-  bool row_walker = false;  // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
-  bool short_rows = false;  // row walker: rows short enough for the half-size chunks
+  bool vectorized = false;   // vector accesses along the contiguous dimension, else the scalar kernel
+  int32_t vec_bytes = 0;     // channel-last, vectorized: bytes of channels a thread (16 or 8)
+  bool clustered = false;    // channel-last: every tile in one cluster, no scratch and no finish pass
+  bool row_walker = false;   // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
+  bool short_rows = false;   // row walker: rows short enough for the half-size chunks
+  bool time_staged = false;  // time-contiguous: whole rows staged per block (varlen_time_staged.cu)
   int64_t tile_len = 0;
   int32_t ntiles = 1;
   int32_t tail_len = 0;
@@ -72,6 +74,13 @@ int launch_varlen_time_contiguous(const VarlenParams& p, ScalarType dtype, bool 
 int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, bool short_rows,
                               const LaunchOptions& o, void* stream);
 int preload_time_walker();
+int launch_varlen_time_staged(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream);
+int preload_time_staged();
+// Shared memory of a staged block of `rows` rows (launch and plan agree through this), and the
+// most one block takes: two blocks per SM on sm_90.
+int64_t time_staged_smem_bytes(int32_t batch, int32_t rows, int64_t tokens, int esz);
+constexpr int64_t kTimeStagedSmemBytes = 112 * 1024;
+int time_staged_threads();
 // The geometry the plan sizes tiles with.
 int channel_last_threads();
 int time_contiguous_segment(ScalarType dtype, bool vectorized);

@@ -98,11 +98,14 @@ struct Plugin {
   bool pdl = true;                 // DELTAKERN_NATIVE_PDL=0 turns programmatic dependent launch off
   int channel_last_vec_bytes = 0;  // DELTAKERN_NATIVE_CL_VEC: 8 or 16 bytes a channel-last thread, for sweeps
   bool clusters = true;  // DELTAKERN_NATIVE_CLUSTERS=0: channel-last never in clusters (tests, sweeps)
+  int time_staged =
+      -1;  // DELTAKERN_NATIVE_TIME_STAGED=0|1: time-contiguous staged rows never / where they fit
 };
 
 LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
   return LaunchOptions{plugin.pdl && dev.compute_capability >= 90, dev.sm_count,
-                       plugin.channel_last_vec_bytes, plugin.clusters ? dev.cluster_tiles : 0};
+                       plugin.channel_last_vec_bytes, plugin.clusters ? dev.cluster_tiles : 0,
+                       plugin.time_staged};
 }
 
 std::string cuda_message(const char* what, int err) {
@@ -350,6 +353,8 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
       plugin->channel_last_vec_bytes = std::atoi(vec);
     if (const char* clusters = std::getenv("DELTAKERN_NATIVE_CLUSTERS"))
       plugin->clusters = std::string(clusters) != "0";
+    if (const char* staged = std::getenv("DELTAKERN_NATIVE_TIME_STAGED"))
+      plugin->time_staged = std::string(staged) == "0" ? 0 : 1;
     *out = plugin;
   });
 }

@@ -109,6 +109,7 @@ int preload_varlen() {
   if (err == cudaSuccess) err = preload_channel_last();
   if (err == cudaSuccess) err = preload_time_contiguous();
   if (err == cudaSuccess) err = preload_time_walker();
+  if (err == cudaSuccess) err = preload_time_staged();
   return err;
 }
 
@@ -127,6 +128,17 @@ static bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 // / 50.0; 6k and 8k one sequence 8-9% slower; 4-byte threads slower than 8-byte ones up to 4k).
 static int channel_last_vec_bytes(int64_t esz, int64_t dim, int64_t tokens) {
   return dim * esz <= 8192 || tokens <= 4096 ? 8 : 16;
+}
+
+// Rows of one staged time-contiguous block: the most (a power of two up to 32, a warp's worth of
+// channels in each prior and state access) whose shared memory fits two blocks per SM and whose
+// grid still gives every SM two blocks; 0 when not even 4 rows fit.
+static int32_t time_staged_rows(const VarlenParams& p, int64_t esz, int64_t sms) {
+  for (int32_t rows = 32; rows >= 4; rows /= 2)
+    if (time_staged_smem_bytes(p.batch, rows, p.tokens, static_cast<int>(esz)) <= kTimeStagedSmemBytes &&
+        (ceil_div(p.dim, rows) >= 2 * sms || rows == 4))
+      return rows;
+  return 0;
 }
 
 VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_last, const LaunchOptions& o,
@@ -164,6 +176,22 @@ VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_l
   const bool out_in_phase =
       (reinterpret_cast<uintptr_t>(p.x) - reinterpret_cast<uintptr_t>(p.out)) % 16 == 0 &&
       (D <= 1 || ((p.chan_stride - p.out_chan_stride) * esz) % 16 == 0);
+  // Time-contiguous rows of up to 2 KB (1k tokens of 16 bits): whole rows staged per block, every
+  // sequence edge handled by the whole block at once; but one sequence on fewer rows, where the
+  // walker's warps are enough. H200, bf16, graph replay, 1 / 8 equal / 64 mixed sequences, walker
+  // -> staged: D = 8192 1k 18.2 / 20.6 / 62.7 -> 17.4 / 18.6 / 38.3 us, D = 4096 10.1 / 11.6 / 33.7
+  // -> 11.3 / 11.8 / 20.2; at 2k and 4k the walker is faster but for 64 mixed.
+  if (!channel_last && tile_tokens == 0 && plan.vectorized && o.time_staged != 0 && p.batch < 65536 &&
+      T <= INT32_MAX - 16) {
+    const int32_t rows = time_staged_rows(p, esz, sms);
+    const bool pays = T * esz <= 2048 && (p.batch > 1 || D >= 60 * sms);
+    if (rows > 0 && (o.time_staged == 1 || pays)) {
+      plan.time_staged = true;
+      plan.rows_per_block = rows;
+      plan.tile_len = std::max<int64_t>(T, 1);
+      return plan;
+    }
+  }
   // Time-contiguous with enough rows to fill the GPU (or few tokens per row): one warp walks each
   // row, in place without tiles or scratch. Fewer, longer rows leave too few warps in flight, so
   // those are tiled; a tile override (sweeps, tests of the tiled kernel) also tiles.
@@ -232,6 +260,7 @@ int launch_varlen(VarlenParams p, ScalarType x_dtype, const VarlenPlan& plan, co
   p.rows_per_block = plan.rows_per_block;
   p.clustered = plan.clustered;
   if (plan.row_walker) return launch_varlen_time_walker(p, x_dtype, plan.short_rows, o, stream);
+  if (plan.time_staged) return launch_varlen_time_staged(p, x_dtype, o, stream);
   int err = plan.channel_last ? launch_varlen_channel_last(p, x_dtype, plan.vec_bytes, o, stream)
                               : launch_varlen_time_contiguous(p, x_dtype, plan.vectorized, o, stream);
   if (err != cudaSuccess || plan.ntiles == 1 || plan.clustered) return err;
