@@ -257,8 +257,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
   // 3. Per (sequence, row), rows fastest: the first three outputs again, reading the prior for the
   // positions before the start; then the new state, s[j] = e[len + j] with e = concat(prior, the
   // sequence's originals). Ascending j reads the old entry len + j > j (from the pool where it
-  // lies before the staged priors) before it is overwritten. (Recomputing the heads in phase 2,
-  // where the run is in registers, made every shape 15-30% slower: H200, bf16, D = 8192, 1k.)
+  // lies before the staged priors) before it is overwritten. Recomputing the heads in phase 2,
+  // where the run is in registers, made every shape 15-30% slower (H200, bf16, D = 8192, 1k), and
+  // these scattered 2-byte stores are what 64 short sequences still cost (ncu: 66% of the call's
+  // L2 sectors are partial).
   if (r_mine < rows) {
     const T* const xr = s_row(r_mine);
     T* const out_row = out + chan_mine * p.out_chan_stride;
@@ -269,14 +271,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
       const bool init = init_s[b] != 0;
       if (line < 0) continue;  // skipped
       const float* prior = prior_s + (static_cast<int64_t>(b) * R + r_mine) * kHalo;
-      const auto e = [&](int32_t tok) { return tok >= s0 ? to_float(xr[tok]) : prior[tok - (s0 - kHalo)]; };
-#pragma unroll
-      for (int j = 0; j < kHalo; ++j) {
-        const int32_t t = s0 + j;
-        if (j < len)
-          out_row[t] = from_float<T>(
-              conv_point<T>(taps, first_tap, e(t - 3), e(t - 2), e(t - 1), to_float(xr[t]), Kt::kSilu));
-      }
+      // The three outputs from six shared loads, as the walker's repair does.
+      const float p0 = prior[0], p1 = prior[1], p2 = prior[2];
+      const float x0 = len > 0 ? to_float(xr[s0]) : 0.f, x1 = len > 1 ? to_float(xr[s0 + 1]) : 0.f,
+                  x2 = len > 2 ? to_float(xr[s0 + 2]) : 0.f;
+      if (len > 0) out_row[s0] = from_float<T>(conv_point<T>(taps, first_tap, p0, p1, p2, x0, Kt::kSilu));
+      if (len > 1) out_row[s0 + 1] = from_float<T>(conv_point<T>(taps, first_tap, p1, p2, x0, x1, Kt::kSilu));
+      if (len > 2) out_row[s0 + 2] = from_float<T>(conv_point<T>(taps, first_tap, p2, x0, x1, x2, Kt::kSilu));
       if (len == 0 && init) continue;  // an empty sequence keeps its prior
       for (int32_t j = 0; j < st.len; ++j) {
         const int32_t i = len + j;  // e index: < S in the prior
