@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <deltakern/plugin_abi.h>
 #include <deltakern/plugin_sdk_cuda_convert.cuh>
+#include <deltakern/plugin_sdk_cuda_pdl.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -43,8 +44,10 @@ struct BytesToType<2> {
   using Type = uint16_t;
 };
 
+using ::deltakern::plugin::cuda::allow_next_grid;
 using ::deltakern::plugin::cuda::from_float;  // deltakern/plugin_sdk_cuda_convert.cuh
 using ::deltakern::plugin::cuda::to_float;
+using ::deltakern::plugin::cuda::wait_for_previous_grid;  // deltakern/plugin_sdk_cuda_pdl.cuh
 
 // Elements whose dtype is only known at run time (weight, bias, states): the branch is
 // uniform across the grid, and these are read once per sequence or per channel.
@@ -147,19 +150,6 @@ __device__ __forceinline__ float activate_for(float v, bool silu) {
   } else {
     return activate(v, silu);
   }
-}
-
-// Programmatic dependent launch (sm_90): a kernel launched with the attribute may start while
-// the previous kernel of the stream finishes; it must wait for it before touching memory.
-__device__ __forceinline__ void wait_for_previous_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_next_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
 }
 
 // Weights of one channel, right-aligned in the width-4 window, and its bias.
