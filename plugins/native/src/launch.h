@@ -14,7 +14,8 @@ struct LaunchOptions {
   int sm_count = 1;
   int channel_last_vec_bytes = 0;  // bytes of channels a channel-last thread (8 or 16); 0: the plan's choice
   int cluster_tiles = 0;           // channel-last: the most tiles one cluster holds (0: no clusters)
-  int time_staged = -1;  // time-contiguous staged rows: -1 the plan's choice, 0 never, 1 where they fit
+  int time_staged = -1;  // time-contiguous staged rows: -1 the plan's choice, 0 never, 1 where they fit,
+                         // 4..32 that many rows a block where they fit
 };
 
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).

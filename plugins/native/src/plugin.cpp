@@ -98,8 +98,9 @@ struct Plugin {
   bool pdl = true;                 // DELTAKERN_NATIVE_PDL=0 turns programmatic dependent launch off
   int channel_last_vec_bytes = 0;  // DELTAKERN_NATIVE_CL_VEC: 8 or 16 bytes a channel-last thread, for sweeps
   bool clusters = true;  // DELTAKERN_NATIVE_CLUSTERS=0: channel-last never in clusters (tests, sweeps)
-  int time_staged =
-      -1;  // DELTAKERN_NATIVE_TIME_STAGED=0|1: time-contiguous staged rows never / where they fit
+  // DELTAKERN_NATIVE_TIME_STAGED=0|1|4..32: time-contiguous staged rows never / where they fit /
+  // that many rows a block where they fit (sweeps)
+  int time_staged = -1;
 };
 
 LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
@@ -354,7 +355,7 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
     if (const char* clusters = std::getenv("DELTAKERN_NATIVE_CLUSTERS"))
       plugin->clusters = std::string(clusters) != "0";
     if (const char* staged = std::getenv("DELTAKERN_NATIVE_TIME_STAGED"))
-      plugin->time_staged = std::string(staged) == "0" ? 0 : 1;
+      plugin->time_staged = std::max(0, std::atoi(staged));
     *out = plugin;
   });
 }

@@ -133,10 +133,11 @@ static int channel_last_vec_bytes(int64_t esz, int64_t dim, int64_t tokens) {
 // Rows of one staged time-contiguous block: the most (a power of two up to 32, a warp's worth of
 // channels in each prior and state access) whose shared memory fits two blocks per SM and whose
 // grid still gives every SM two blocks; 0 when not even 4 rows fit.
-static int32_t time_staged_rows(const VarlenParams& p, int64_t esz, int64_t sms) {
+// forced: a power of two from 4 to 32 (DELTAKERN_NATIVE_TIME_STAGED, sweeps) takes that many rows.
+static int32_t time_staged_rows(const VarlenParams& p, int64_t esz, int64_t sms, int forced) {
   for (int32_t rows = 32; rows >= 4; rows /= 2)
     if (time_staged_smem_bytes(p.batch, rows, p.tokens, static_cast<int>(esz)) <= kTimeStagedSmemBytes &&
-        (ceil_div(p.dim, rows) >= 2 * sms || rows == 4))
+        (forced >= 4 ? rows <= forced : ceil_div(p.dim, rows) >= 2 * sms || rows == 4))
       return rows;
   return 0;
 }
@@ -183,9 +184,9 @@ VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_l
   // -> 11.3 / 11.8 / 20.2; at 2k and 4k the walker is faster but for 64 mixed.
   if (!channel_last && tile_tokens == 0 && plan.vectorized && o.time_staged != 0 && p.batch < 65536 &&
       T <= INT32_MAX - 16) {
-    const int32_t rows = time_staged_rows(p, esz, sms);
+    const int32_t rows = time_staged_rows(p, esz, sms, o.time_staged);
     const bool pays = T * esz <= 2048 && (p.batch > 1 || D >= 60 * sms);
-    if (rows > 0 && (o.time_staged == 1 || pays)) {
+    if (rows > 0 && (o.time_staged >= 1 || pays)) {
       plan.time_staged = true;
       plan.rows_per_block = rows;
       plan.tile_len = std::max<int64_t>(T, 1);
