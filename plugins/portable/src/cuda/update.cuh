@@ -35,12 +35,6 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
   const input_t* x = static_cast<const input_t*>(params.x) + b * params.x_b_stride + c * params.x_c_stride;
   input_t* out = static_cast<input_t*>(params.out) + b * params.out_b_stride + c * params.out_c_stride;
 
-  const int64_t line = update_line(params, b, c == 0);
-  if (line < 0) {
-    for (int64_t t = 0; t < params.tokens; ++t) out[t * params.out_t_stride] = from_float<input_t>(0.f);
-    return;
-  }
-
   float w[kWidth];
 #pragma unroll
   for (int k = 0; k < kWidth; ++k) {
@@ -51,10 +45,19 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
                          ? 0.f
                          : load_param<input_t>(params.bias, c * params.bias_stride, params.bias_f32);
 
-  const int64_t S = params.state_len;
-  const int64_t state_row = line * params.state_l_stride + c * params.state_c_stride;
+  // x's first token and the ring position do not depend on the row's line: requested with the
+  // taps before the index, a small batch waits on two round trips to memory, not three.
+  const float x_first = params.tokens > 0 ? to_float(__ldg(x)) : 0.f;
   const bool circular = params.cache_seqlens != nullptr;
   const int64_t n = circular ? int64_t(params.cache_seqlens[b * params.cache_seqlens_stride]) : 0;
+  const int64_t line = update_line(params, b, c == 0);
+  if (line < 0) {
+    for (int64_t t = 0; t < params.tokens; ++t) out[t * params.out_t_stride] = from_float<input_t>(0.f);
+    return;
+  }
+
+  const int64_t S = params.state_len;
+  const int64_t state_row = line * params.state_l_stride + c * params.state_c_stride;
 
   // The W-1 entries before the first token. Later tokens take their history from the tokens before
   // them, held in registers: in circular mode, a slot a token of this call writes is never one a
@@ -66,7 +69,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
     hist[j] = load_state<input_t>(params.states, state_row + i * params.state_s_stride, params.state_f32);
   }
   for (int64_t t = 0; t < params.tokens; ++t) {
-    const float xt = to_float(__ldg(x + t * params.x_t_stride));
+    const float xt = t == 0 ? x_first : to_float(__ldg(x + t * params.x_t_stride));
     // Same order of summation as the prefill kernels, so prefill + updates == one prefill.
     float acc = bias;
 #pragma unroll

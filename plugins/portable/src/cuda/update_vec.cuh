@@ -115,6 +115,12 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_vec_kernel(UpdatePa
     const input_t* x = static_cast<const input_t*>(params.x) + b * params.x_b_stride + c0;
     input_t* out = static_cast<input_t*>(params.out) + b * params.out_b_stride + c0;
 
+    // x's first token and the ring position do not depend on the row's line: requested before
+    // the index, a small batch waits on two round trips to memory (the index, then the state
+    // row), not three.
+    const Pack<input_t> x_first = params.tokens > 0 ? load_pack(x) : Pack<input_t>{};
+    const bool circular = params.cache_seqlens != nullptr;
+    const int32_t seen = circular ? params.cache_seqlens[b * params.cache_seqlens_stride] : 0;
     const int64_t line = update_line(params, b, c0 == 0);
     if (line < 0) {
       Pack<input_t> zeros;
@@ -126,12 +132,8 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_vec_kernel(UpdatePa
 
     // Circular mode with S = W-1: the ring is the window, and entry j of the history is ring slot
     // (n + j) mod S, where n counts the row's tokens so far; token t goes to slot (n + t) mod S.
-    const bool circular = params.cache_seqlens != nullptr;
-    int64_t r = 0;
-    if (circular) {
-      r = int64_t(params.cache_seqlens[b * params.cache_seqlens_stride]) % kS;
-      if (r < 0) r += kS;
-    }
+    int r = seen % kS;
+    if (r < 0) r += kS;
     input_t* const row = static_cast<input_t*>(params.states) + line * params.state_l_stride;
     // dim-contiguous: slot j's pack; compact: the whole block, element (v, slot) at v * S + slot.
     input_t* const slot_pack = row + c0;
@@ -165,7 +167,7 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_vec_kernel(UpdatePa
     }
 
     for (int64_t t = 0; t < params.tokens; ++t) {
-      const Pack<input_t> xp = load_pack(x + t * params.x_t_stride);
+      const Pack<input_t> xp = t == 0 ? x_first : load_pack(x + t * params.x_t_stride);
       Pack<input_t> op;
 #pragma unroll
       for (int v = 0; v < kC; ++v) {
