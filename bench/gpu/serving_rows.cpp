@@ -127,9 +127,10 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
     // Rotate whole pools too: a batch of 1024 touches 50 MB of states a call.
     const int nbuf =
         static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / (pool_bytes + batch * D * 2), 2, 32));
-    std::vector<DeviceBuffer> xs, pools;
+    std::vector<DeviceBuffer> xs, pools, outs;
     for (int i = 0; i < nbuf; ++i) {
       xs.emplace_back(batch * D * 2);
+      outs.emplace_back(batch * D * 2);
       pools.emplace_back(pool_bytes);
       fill_random_bf16(xs.back().get(), xs.back().bytes(), s, rng);
       fill_random_bf16(pools.back().get(), pool_bytes, s, rng);
@@ -152,9 +153,10 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
                   static_cast<long>(lines));
     for (const bool circular : {false, true})
       for (const bool dim_contiguous : {false, true}) {
-        std::vector<View> xv, sv;
+        std::vector<View> xv, sv, ov;
         for (int i = 0; i < nbuf; ++i) {
           xv.emplace_back(xs[i].get(), 0, bf16, std::vector<int64_t>{batch, D}, std::vector<int64_t>{D, 1});
+          ov.emplace_back(outs[i].get(), 0, bf16, std::vector<int64_t>{batch, D}, std::vector<int64_t>{D, 1});
           sv.push_back(pool_view(pools[i].get(), lines, D, dim_contiguous));
         }
         // Shift mode reads and rewrites the whole state row; circular mode reads W-1 entries and writes one.
@@ -162,24 +164,33 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
             static_cast<size_t>(batch * D * 2 * (circular ? 2 + kWidth : 2 + 2 * kStateLen));
         const std::string layout =
             std::string(dim_contiguous ? "dim-contiguous" : "compact") + (circular ? " circular" : "");
+        // The op, and its out-variant into a caller's buffer: a backend with fresh outputs (portable)
+        // allocates in every call of the op, which graph replay keeps as nodes between the kernels.
         for (auto& be : backends)
-          try_row(std::string("decode ") + shape + " " + layout + " " + be.name, s, [&] {
-            const int calls = std::max(nbuf, 32);
-            const double us = graph_us(s, ev, calls, [&](int i) {
-              deltakern::CausalConv1dUpdateArgs a;
-              a.x = xv[i % nbuf].get();
-              a.conv_state = sv[i % nbuf].get();
-              a.weight = wv.get();
-              a.bias = bv.get();
-              a.conv_state_indices = iv.get();
-              if (circular) a.cache_seqlens = nv.get();
-              a.activation = deltakern::Activation::silu;
-              a.stream = s;
-              deltakern::Tensor r = be.rt->causal_conv1d_update(a);
-            });
-            const double gbs = per_call / us * 1e-3;
-            rows.push_back({"decode (graph)", shape, layout, be.name, us, gbs, 100.0 * gbs / ceiling_gbs});
-          });
+          for (const bool out_variant : {false, true})
+            try_row(std::string("decode ") + shape + " " + layout + (out_variant ? " out " : " ") + be.name,
+                    s, [&] {
+                      const int calls = std::max(nbuf, 32);
+                      const double us = graph_us(s, ev, calls, [&](int i) {
+                        deltakern::CausalConv1dUpdateArgs a;
+                        a.x = xv[i % nbuf].get();
+                        a.conv_state = sv[i % nbuf].get();
+                        a.weight = wv.get();
+                        a.bias = bv.get();
+                        a.conv_state_indices = iv.get();
+                        if (circular) a.cache_seqlens = nv.get();
+                        a.activation = deltakern::Activation::silu;
+                        a.stream = s;
+                        if (out_variant) {
+                          be.rt->causal_conv1d_update_out(a, *ov[i % nbuf].get());
+                        } else {
+                          deltakern::Tensor r = be.rt->causal_conv1d_update(a);
+                        }
+                      });
+                      const double gbs = per_call / us * 1e-3;
+                      rows.push_back({"decode (graph)", shape, layout + (out_variant ? " out" : ""), be.name,
+                                      us, gbs, 100.0 * gbs / ceiling_gbs});
+                    });
       }
     std::printf("serving decode %s done\n", shape);
     std::fflush(stdout);
