@@ -8,6 +8,7 @@
 #include <vector_types.h>
 #include <deltakern/plugin_sdk.hpp>
 #include <deltakern/plugin_sdk_cuda_convert.cuh>
+#include <deltakern/plugin_sdk_cuda_pdl.cuh>
 
 #include "launch.hpp"
 
@@ -20,8 +21,10 @@ namespace deltakern::portable::cuda {
 
 using DType = ScalarType;  // the project's dtype vocabulary (deltakern/scalar_type.hpp)
 
+using ::deltakern::plugin::cuda::allow_next_grid;
 using ::deltakern::plugin::cuda::from_float;  // deltakern/plugin_sdk_cuda_convert.cuh
 using ::deltakern::plugin::cuda::to_float;
+using ::deltakern::plugin::cuda::wait_for_previous_grid;  // deltakern/plugin_sdk_cuda_pdl.cuh
 
 // Weight, bias and states are each stored in x's dtype or in f32. They are touched a handful of
 // times per thread, so a warp-uniform branch on the dtype costs nothing measurable and keeps the

@@ -20,6 +20,10 @@ __device__ uint32_t g_error_word;
 constexpr int kMaxCachedDevices = 64;
 std::array<std::atomic<uint32_t*>, kMaxCachedDevices> g_error_word_ptrs{};
 std::array<std::atomic<int>, kMaxCachedDevices> g_sm_counts{};
+// Whether the device runs code compiled for sm_90 or later: 1 yes, -1 no, 0 not asked yet.
+std::array<std::atomic<int>, kMaxCachedDevices> g_pdl{};
+// Compiled like every kernel of the plugin: the image the driver picks for it is theirs.
+__global__ void pdl_probe_kernel() {}
 
 // Set once by the plugin's init, before any call.
 TilingOverride g_tiling_override;
@@ -105,6 +109,22 @@ int sm_count(int device_id) {
              "multiprocessor count of CUDA device " + std::to_string(device_id));
   if (cached) g_sm_counts[device_id].store(n, std::memory_order_relaxed);
   return n;
+}
+
+bool has_pdl(int device_id) {
+  const bool cached = device_id >= 0 && device_id < kMaxCachedDevices;
+  if (cached) {
+    if (const int v = g_pdl[device_id].load(std::memory_order_relaxed); v != 0) return v > 0;
+  }
+  // The kernels wait for the previous grid only where they were compiled for sm_90 or later; on
+  // any other GPU the driver runs the compute_75 PTX, which has no wait, so no PDL there.
+  DeviceGuard guard(device_id);
+  cudaFuncAttributes attrs{};
+  check_cuda(cudaFuncGetAttributes(&attrs, pdl_probe_kernel),
+             "the kernel image of CUDA device " + std::to_string(device_id));
+  const bool pdl = attrs.ptxVersion >= 90;
+  if (cached) g_pdl[device_id].store(pdl ? 1 : -1, std::memory_order_relaxed);
+  return pdl;
 }
 
 uint32_t* error_word_ptr(int device_id) {

@@ -21,7 +21,9 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
   p.error_word = error_word_ptr(device);
   const auto stream = static_cast<cudaStream_t>(args.stream);
   const bool small = p.batch < 16;
-  dtype_switch(x_dtype(*args.x, "portable causal_conv1d_update (CUDA)"), [&](auto tag) {
+  const bool pdl = has_pdl(device);
+  constexpr const char* kOp = "portable causal_conv1d_update (CUDA)";
+  dtype_switch(x_dtype(*args.x, kOp), [&](auto tag) {
     using input_t = decltype(tag);
     StateBlock block;
     const bool vec = update_vec_layout<input_t>(p, block);
@@ -34,14 +36,14 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
         // loaded once for both (native's measured choice, update_vec.cuh there).
         int64_t rows = p.batch * chan_blocks >= 16 * sm_count(device) ? 2 : 1;
         rows = std::max(rows, ceil_div(p.batch, int64_t(65535)));
-        update_vec_kernel<Ktraits>
-            <<<make_grid(chan_blocks, ceil_div(p.batch, rows), 1), threads, 0, stream>>>(p, block, rows);
+        launch_with_pdl(kOp, update_vec_kernel<Ktraits>, make_grid(chan_blocks, ceil_div(p.batch, rows), 1),
+                        dim3(threads), stream, pdl, p, block, rows);
       } else {
         using Ktraits = UpdateKernelTraits<256, decltype(width)::value, input_t>;
         const int threads = small ? 64 : Ktraits::kNThreads;
-        update_kernel<Ktraits><<<make_grid(p.batch, ceil_div(p.dim, threads), 1), threads, 0, stream>>>(p);
+        launch_with_pdl(kOp, update_kernel<Ktraits>, make_grid(p.batch, ceil_div(p.dim, threads), 1),
+                        dim3(threads), stream, pdl, p);
       }
-      check_launch("portable causal_conv1d_update (CUDA)");
     });
   });
 }

@@ -29,6 +29,9 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_kernel(UpdateParams
   constexpr int kStateRegs = Ktraits::kStateRegs;
   using input_t = typename Ktraits::input_t;
 
+  wait_for_previous_grid();  // launched with PDL on sm_90 (launch_with_pdl)
+  allow_next_grid();
+
   const int64_t b = blockIdx.x;
   const int64_t c = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= params.dim) return;

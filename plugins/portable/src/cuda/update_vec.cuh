@@ -105,6 +105,9 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_vec_kernel(UpdatePa
   constexpr int kWidth = Ktraits::kWidth, kS = Ktraits::kS, kC = Ktraits::kChannels;
   using input_t = typename Ktraits::input_t;
 
+  wait_for_previous_grid();  // launched with PDL on sm_90 (launch_with_pdl)
+  allow_next_grid();
+
   const int64_t c0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kC;
   if (c0 >= params.dim) return;
   float w[kC * kWidth], bias[kC];
