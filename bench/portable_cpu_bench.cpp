@@ -5,7 +5,8 @@
 //     The same run measures memcpy of the same size (one thread, and split over every
 //     hardware thread as the kernel is), and each varlen benchmark reports its rate against
 //     both: the kernel should reach half of what the machine can copy.
-// (c) causal_conv1d_update, one token, D = 8192, W = 4, bf16, silu, batch 1, 64, 256.
+// (c) causal_conv1d_update, one token, D = 8192, W = 4, bf16, silu, batch 1, 64, 256, on both
+//     state layouts engines use (compact, dim-contiguous) in shift and circular mode.
 // (d) (b) and (c) at W = 8 (BM_VarlenW8, BM_UpdateW8): widths above 4 share one kernel that
 //     reads the width at run time, and these rows keep its cost in view.
 //
@@ -282,36 +283,47 @@ void BM_VarlenW8(benchmark::State& state) { run_varlen(state, kWideWidth); }
 
 // ---- (c) update
 
+// The state pool (lines, D, W-1) compact, or dim-contiguous as vLLM and SGLang keep it (a
+// (lines, W-1, D) buffer seen through its transpose); shift mode, or circular mode with each row's
+// count of tokens seen so far.
 struct UpdateProblem {
   int64_t batch, lines, width;
+  bool dim_contiguous, circular;
   std::vector<uint16_t> x, weight, bias, state;
-  std::vector<int32_t> indices;
-  int64_t x_shape[2], weight_shape[2], bias_shape[1] = {kDim}, state_shape[3], index_shape[1];
-  DLTensor x_dl, weight_dl, bias_dl, state_dl, indices_dl;
+  std::vector<int32_t> indices, seen;
+  int64_t x_shape[2], weight_shape[2], bias_shape[1] = {kDim}, state_shape[3], state_strides[3],
+                                       index_shape[1];
+  DLTensor x_dl, weight_dl, bias_dl, state_dl, indices_dl, seen_dl;
 
-  UpdateProblem(int64_t b, int64_t w)
+  UpdateProblem(int64_t b, int64_t w, bool dim_contiguous_state, bool circular_state)
       : batch(b),
         lines(2 * b),  // a pool larger than the batch, addressed through permuted indices
         width(w),
+        dim_contiguous(dim_contiguous_state),
+        circular(circular_state),
         x(b * kDim),
         weight(kDim * w),
         bias(kDim),
         state(2 * b * kDim * (w - 1)),
         indices(b),
+        seen(b),
         x_shape{b, kDim},
         weight_shape{kDim, w},
         state_shape{2 * b, kDim, w - 1},
+        state_strides{kDim * (w - 1), dim_contiguous ? 1 : w - 1, dim_contiguous ? kDim : 1},
         index_shape{b} {
     fill_bf16(x, 11);
     fill_bf16(weight, 12);
     fill_bf16(bias, 13);
     fill_bf16(state, 14);
     for (int64_t i = 0; i < b; ++i) indices[i] = static_cast<int32_t>((i * 7 + 3) % lines);
+    for (int64_t i = 0; i < b; ++i) seen[i] = static_cast<int32_t>((i * 2654435761u) % 4096);
     x_dl = view(x.data(), kBf16, x_shape);
     weight_dl = view(weight.data(), kBf16, weight_shape);
     bias_dl = view(bias.data(), kBf16, bias_shape);
-    state_dl = view(state.data(), kBf16, state_shape);
+    state_dl = view(state.data(), kBf16, state_shape, state_strides);
     indices_dl = view(indices.data(), {kDLInt, 32, 1}, index_shape);
+    seen_dl = view(seen.data(), {kDLInt, 32, 1}, index_shape);
   }
   CausalConv1dUpdateArgs args() const {
     return {.x = &x_dl,
@@ -319,21 +331,24 @@ struct UpdateProblem {
             .weight = &weight_dl,
             .bias = &bias_dl,
             .conv_state_indices = &indices_dl,
+            .cache_seqlens = circular ? &seen_dl : nullptr,
             .activation = Activation::silu,
             .validate = false};
   }
 };
 
+// Arguments: batch, dim-contiguous state, circular mode.
 void run_update(benchmark::State& state, int64_t width) {
   Runtime& runtime = portable_runtime();
-  UpdateProblem p(state.range(0), width);
+  UpdateProblem p(state.range(0), width, state.range(1) != 0, state.range(2) != 0);
   const CausalConv1dUpdateArgs args = p.args();
   for (auto _ : state) {
     Tensor out = runtime.causal_conv1d_update(args);
     benchmark::DoNotOptimize(out->data);
   }
-  // x read, output written, each state row read and written.
-  const int64_t bytes = p.batch * kDim * 2 * (2 + 2 * (width - 1));
+  // x read and the output written; shift mode reads and rewrites each state row, circular mode
+  // reads W-1 entries and writes one.
+  const int64_t bytes = p.batch * kDim * 2 * (p.circular ? 2 + width : 2 + 2 * (width - 1));
   state.SetBytesProcessed(bytes * state.iterations());
   state.SetItemsProcessed(p.batch * state.iterations());  // tokens
 }
@@ -348,7 +363,10 @@ void varlen_rows(benchmark::internal::Benchmark* b) {
   b->ArgName("channel_last")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 void update_rows(benchmark::internal::Benchmark* b) {
-  b->ArgName("batch")->Arg(1)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+  b->ArgNames({"batch", "dim_contiguous", "circular"})
+      ->ArgsProduct({{1, 64, 256}, {0, 1}, {0, 1}})
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 // Registration order is run order: memcpy first, so the varlen benchmarks can report against it.
