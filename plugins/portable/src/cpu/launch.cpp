@@ -30,6 +30,7 @@ constexpr int64_t kChannelLastTile = 256;
 constexpr int64_t kChannelLastChannels = 512;
 // Update items: a batch row's block of channels, computed token by token across channels.
 constexpr int64_t kUpdateChannels = 512;
+constexpr int64_t kUpdateChunksPerThread = 8;
 
 ElemType elem_type(const DLDataType& t) {
   if (plugin::is_bf16(t)) return ElemType::bf16;
@@ -66,11 +67,12 @@ float* thread_scratch(int64_t floats) {
   return reinterpret_cast<float*>((address + 63) / 64 * 64);
 }
 
-// Runs items [0, n) of a kernel, on the pool unless the call is small, and raises the
-// device error word with whatever the items flagged.
+// Runs items [0, n) of a kernel, on the pool unless the call is small, in chunks of about
+// items / (threads * chunks_per_thread), and raises the device error word with whatever the
+// items flagged.
 template <class Plan, class Kernel>
 void run_grid(const Device& device, const Plan& plan, Kernel kernel, int64_t items, int64_t work,
-              int64_t scratch_floats) {
+              int64_t scratch_floats, int64_t chunks_per_thread) {
   std::atomic<uint32_t> flagged{0};
   auto body = [&](int64_t begin, int64_t end) {
     const uint32_t bits =
@@ -80,9 +82,8 @@ void run_grid(const Device& device, const Plan& plan, Kernel kernel, int64_t ite
   if (work < kInlineWork || items == 1) {
     body(0, items);
   } else {
-    // Many items of a grid sized by the longest sequence are empty tails of shorter ones;
-    // handing them out a few at a time keeps the shared counter cold.
-    const int64_t grain = std::max<int64_t>(1, items / (int64_t{device.pool.concurrency()} * 512));
+    const int64_t grain =
+        std::max<int64_t>(1, items / (int64_t{device.pool.concurrency()} * chunks_per_thread));
     device.pool.parallel_for(items, grain, body);
   }
   if (const uint32_t bits = flagged.load(); bits != 0) device.error_word.fetch_or(bits);
@@ -142,7 +143,9 @@ void varlen_into(const Device& device, const plugin::VarlenArgs& args, const DLT
   const VarlenKernel kernel = device.kernels.varlen[static_cast<int>(p.x.type)][channel_last ? 1 : 0]
                                                    [p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = (p.tokens + p.batch * p.state_len) * p.dim;
-  run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats);
+  // Many items of a grid sized by the longest sequence are empty tails of shorter ones: small
+  // chunks balance them, and handing them out a few at a time keeps the shared counter cold.
+  run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats, 512);
 }
 
 void update_into(const Device& device, const plugin::UpdateArgs& args, const DLTensor& out) {
@@ -173,7 +176,8 @@ void update_into(const Device& device, const plugin::UpdateArgs& args, const DLT
   const UpdateKernel kernel =
       device.kernels.update[static_cast<int>(p.x.type)][p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = p.batch * p.dim * (p.new_tokens + p.state_len);
-  run_grid(device, p, kernel, p.batch * p.n_channel_blocks, work, p.scratch_floats);
+  // Items cost the same: long chunks, whose items share a channel block's weights (update_kernel).
+  run_grid(device, p, kernel, p.batch * p.n_channel_blocks, work, p.scratch_floats, kUpdateChunksPerThread);
 }
 
 }  // namespace

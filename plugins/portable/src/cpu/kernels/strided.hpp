@@ -50,7 +50,8 @@ inline SeqRange sequence_range(const IndexRef& query_start_loc, int64_t b, int64
   return {s, e - s};
 }
 
-// n elements t[base + i * stride] as f32; the dtype switch sits outside the loop.
+// n elements t[base + i * stride] as f32; the dtype switch sits outside the loop, and unit
+// strides (a dim-contiguous state's positions) take the vectorised row loop.
 // This and the other runtime-dtype column and row helpers here are called once per column or
 // per item, never per element: out of line they are one copy per translation unit instead of
 // three vectorised loops at every call site of every kernel (13% of a kernel TU's code).
@@ -58,18 +59,15 @@ inline SeqRange sequence_range(const IndexRef& query_start_loc, int64_t b, int64
                                           float* __restrict dst, int64_t n) {
   switch (t.type) {
     case ElemType::bf16: {
-      const Bf16* src = static_cast<const Bf16*>(t.data) + base;
-      for (int64_t i = 0; i < n; ++i) dst[i] = to_f32(src[i * stride]);
+      load_strided(static_cast<const Bf16*>(t.data) + base, stride, dst, n);
       return;
     }
     case ElemType::f16: {
-      const F16* src = static_cast<const F16*>(t.data) + base;
-      for (int64_t i = 0; i < n; ++i) dst[i] = to_f32(src[i * stride]);
+      load_strided(static_cast<const F16*>(t.data) + base, stride, dst, n);
       return;
     }
     case ElemType::f32: {
-      const float* src = static_cast<const float*>(t.data) + base;
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+      load_strided(static_cast<const float*>(t.data) + base, stride, dst, n);
       return;
     }
   }
@@ -103,6 +101,10 @@ template <class XT>
                                              int64_t src_stride, int64_t n) {
   if (t.type == elem_type_of<XT>) {
     XT* dst = static_cast<XT*>(t.data) + base;
+    if (stride == 1 && src_stride == 1) {  // a dim-contiguous state: one copy, not n stores
+      __builtin_memcpy(dst, src, static_cast<size_t>(n) * sizeof(XT));
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) dst[i * stride] = src[i * src_stride];
   } else {
     float* dst = static_cast<float*>(t.data) + base;  // states are x's dtype or f32

@@ -1,4 +1,4 @@
-// causal_conv1d_update work items: item = (batch row b, channel block). Within an item the
+// causal_conv1d_update work items: item = (channel block, batch row b), b fastest. Within an item the
 // tokens are processed in order and each token's arithmetic is vectorised across the block's
 // channels (decode is a handful of tokens over thousands of channels).
 //
@@ -13,6 +13,7 @@
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../plan.hpp"
 #include "convolve.hpp"
@@ -86,6 +87,66 @@ inline void shift_packed_width(int width, ST* block, int64_t n, const XT* x, int
   }
 }
 
+// Decode's commonest call on a compact pool: one token, x contiguous across channels, packed
+// rows of S = W-1 at a fixed width. The history goes from the row straight into S f32 columns
+// (in ring order, so circular mode only picks which column is which), and the new rows are
+// built whole in `raw`, element-exact (a move keeps every bit, NaN payloads included), then
+// copied over the old ones: no f32 round trip, no stores with a stride. CPU box, bf16, D=8192,
+// batch 64, one thread: 674 / 876 -> 490 / 512 us in shift / circular mode.
+template <int S, class ST>
+inline void packed_columns(const ST* __restrict rows, int64_t n, float* const* columns) {
+  for (int j = 0; j < S; ++j) {
+    float* __restrict column = columns[j];
+    for (int64_t c = 0; c < n; ++c) column[c] = to_f32(rows[c * S + j]);
+  }
+}
+
+// Each row's position `slot` takes x (slot = S - 1 after the rows moved one position left: shift
+// mode; slot = the ring position: circular mode, where the rest stay).
+// A state in x's dtype moves as plain integers of its size, which the compiler vectorises (with
+// permutes); the 16-bit structs it copied one by one.
+template <int S, int kSlot, bool kShift, class ST, class XT>
+inline void packed_new_rows(ST* __restrict raw, const ST* __restrict rows, const XT* __restrict x,
+                            int64_t n) {
+  if constexpr (sizeof(ST) == sizeof(XT) && sizeof(ST) == 2 && !std::is_integral_v<ST>) {
+    packed_new_rows<S, kSlot, kShift>(reinterpret_cast<uint16_t*>(raw),
+                                      reinterpret_cast<const uint16_t*>(rows),
+                                      reinterpret_cast<const uint16_t*>(x), n);
+  } else {
+    for (int64_t c = 0; c < n; ++c)
+      for (int i = 0; i < S; ++i)
+        raw[c * S + i] = i == kSlot ? as_state<ST>(x[c]) : rows[c * S + (kShift ? i + 1 : i)];
+  }
+}
+
+template <int W, Act ACT, class ST, class XT>
+inline void decode_packed(ST* rows, const XT* x, XT* out, int64_t out_stride, int64_t n, int64_t seen,
+                          bool circular, const float* weights, int64_t R, const float* bias, float* ring,
+                          void* raw_buffer) {
+  constexpr int S = W - 1;
+  static_assert(S >= 1 && S <= 3, "fixed widths 2..4");
+  float* columns[W];
+  for (int k = 0; k < W; ++k) columns[k] = ring + k * R;
+  packed_columns<S>(rows, n, columns);
+  const int slot = circular ? static_cast<int>(wrap(seen, S)) : S - 1;
+  // Circular: entry j of the history is ring position (seen + j) mod S (S = W-1).
+  float* taps[W];
+  for (int j = 0; j < S; ++j) taps[j] = columns[circular ? (slot + j) % S : j];
+  taps[S] = columns[S];
+  load_row(x, taps[S], n);
+  convolve_channels_store_strided<W, ACT>(taps, W, weights, R, bias, out, out_stride, n);
+  ST* const raw = static_cast<ST*>(raw_buffer);
+  if (!circular)
+    packed_new_rows<S, S - 1, true>(raw, rows, x, n);
+  else if (slot == 0)
+    packed_new_rows<S, 0, false>(raw, rows, x, n);
+  else if (slot == 1)
+    packed_new_rows<S, (S > 1 ? 1 : 0), false>(raw, rows, x, n);
+  else
+    packed_new_rows<S, (S > 2 ? 2 : 0), false>(raw, rows, x, n);
+  __builtin_memcpy(rows, raw, static_cast<size_t>(n * S) * sizeof(ST));
+}
+
 template <class XT, int W, Act ACT>
 uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* scratch_base) {
   const int width = width_of<W>(p.width);
@@ -101,9 +162,12 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
   const int64_t S = p.state_len, Tq = p.new_tokens;
   const bool packed = packed_state(st, S, width);
   uint32_t errors = 0;
+  // Items run batch row fastest, so that a thread's consecutive items share a channel block and
+  // its weights, converted once (reloaded per item, the weights took 21% of a batch-64 call).
+  int64_t weights_d0 = -1;
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t b = item / p.n_channel_blocks;
-    const int64_t d0 = (item % p.n_channel_blocks) * p.channel_block;
+    const int64_t b = item % p.batch;
+    const int64_t d0 = (item / p.batch) * p.channel_block;
     const int64_t n = min_i64(p.dim, d0 + p.channel_block) - d0;
     XT* out = static_cast<XT*>(p.out.data) + b * p.out.stride[0] + d0 * p.out.stride[1];
     const Slot slot = resolve_slot(p.state_indices, b, p.lines, p.pad_slot_id);
@@ -112,15 +176,31 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
       for (int64_t t = 0; t < Tq; ++t) fill_zero(out + t * p.out.stride[2], p.out.stride[1], n);
       continue;
     }
-    load_weights<W>(p.weight, p.bias, d0, n, weights, R, bias, scratch, width);
+    if (d0 != weights_d0) {
+      load_weights<W>(p.weight, p.bias, d0, n, weights, R, bias, scratch, width);
+      weights_d0 = d0;
+    }
     const XT* x = static_cast<const XT*>(p.x.data) + b * p.x.stride[0] + d0 * p.x.stride[1];
     const int64_t state_base = slot.line * st.stride[0] + d0 * st.stride[1];
+    const bool circular = p.cache_seqlens.data != nullptr;
+    if constexpr (W != kRuntimeWidth) {
+      if (packed && Tq == 1 && p.x.stride[1] == 1) {
+        const int64_t seen = circular ? index_at(p.cache_seqlens, b) : 0;
+        if (st.type == elem_type_of<XT>)
+          decode_packed<W, ACT>(static_cast<XT*>(st.data) + state_base, x, out, p.out.stride[1], n, seen,
+                                circular, weights, R, bias, ring, scratch);
+        else
+          decode_packed<W, ACT>(static_cast<float*>(st.data) + state_base, x, out, p.out.stride[1], n, seen,
+                                circular, weights, R, bias, ring, scratch);
+        continue;
+      }
+    }
     float* taps[kTapSlots<W>];
     for (int k = 0; k < width; ++k) taps[k] = ring + k * R;
     // Packed rows: the block's whole state as f32 in scratch, [c * H + i].
     if (packed) load_contiguous(st, state_base, n * H, scratch);
 
-    if (p.cache_seqlens.data != nullptr) {
+    if (circular) {
       const int64_t written = index_at(p.cache_seqlens, b);
       for (int64_t t = 0; t < Tq; ++t) {
         for (int64_t j = 0; j < H; ++j) {
@@ -179,8 +259,16 @@ uint32_t update_kernel(const UpdatePlan& p, int64_t begin, int64_t end, float* s
       const int64_t dst = state_base + i * st.stride[2];
       if (m < S) {
         const int64_t src = state_base + m * st.stride[2];
-        for (int64_t c = 0; c < n; ++c)
-          move_elem(st.data, dst + c * st.stride[1], src + c * st.stride[1], st.type);
+        // A dim-contiguous position moves whole (with the unit-stride column paths, batch 64 as
+        // above: 550 -> 387 us).
+        if (st.stride[1] == 1) {
+          const size_t bytes = st.type == ElemType::f32 ? 4 : 2;
+          __builtin_memmove(static_cast<char*>(st.data) + dst * bytes,
+                            static_cast<char*>(st.data) + src * bytes, static_cast<size_t>(n) * bytes);
+        } else {
+          for (int64_t c = 0; c < n; ++c)
+            move_elem(st.data, dst + c * st.stride[1], src + c * st.stride[1], st.type);
+        }
       } else {
         store_x_column(st, dst, st.stride[1], x + (m - S) * p.x.stride[2], p.x.stride[1], n);
       }
