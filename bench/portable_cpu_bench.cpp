@@ -9,6 +9,8 @@
 //     state layouts engines use (compact, dim-contiguous) in shift and circular mode.
 // (d) (b) and (c) at W = 8 (BM_VarlenW8, BM_UpdateW8): widths above 4 share one kernel that
 //     reads the width at run time, and these rows keep its cost in view.
+// (e) causal_conv1d_varlen on serving shapes (BM_VarlenServing): 1k and 8k tokens as one
+//     sequence, eight equal ones or 64 mixed, both layouts of x, states in a 256-line pool.
 //
 // Outputs come from a caching allocator installed on the runtime, as an engine installs its
 // own: the default allocator returns fresh pages, and faulting in a 1 GiB output per call
@@ -17,6 +19,8 @@
 //
 // Environment: DELTAKERN_PORTABLE_THREADS caps the kernel's threads (memcpy follows it).
 #include <deltakern/runtime.hpp>
+
+#include "batch_mixes.hpp"
 
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
@@ -281,6 +285,91 @@ void run_varlen(benchmark::State& state, int64_t width) {
 void BM_Varlen(benchmark::State& state) { run_varlen(state, kWidth); }
 void BM_VarlenW8(benchmark::State& state) { run_varlen(state, kWideWidth); }
 
+// ---- (e) varlen on serving shapes: short packed batches (issue 19's prefill rows)
+
+// T tokens of D=8192 as one sequence, eight equal ones or 64 mixed (bench/batch_mixes.hpp), states
+// in a 256-line pool through random distinct lines, random initial-state flags.
+struct ServingProblem {
+  static constexpr int64_t kPoolLines = 256;
+  int64_t tokens;
+  std::vector<int64_t> lengths;
+  VarlenMetadata meta;
+  int64_t batch;
+  Buffer x;
+  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * kWidth), bias = std::vector<uint16_t>(kDim),
+                        states = std::vector<uint16_t>(kPoolLines * kDim * (kWidth - 1));
+  std::vector<int32_t> cache_indices;
+  std::vector<uint8_t> has_initial_state;
+  int64_t x_shape[2], time_contiguous_strides[2],
+      channel_last_strides[2] = {1, kDim}, weight_shape[2] = {kDim, kWidth}, bias_shape[1] = {kDim},
+      states_shape[3] = {kPoolLines, kDim, kWidth - 1}, qsl_shape[1], batch_shape[1];
+  DLTensor x_time, x_channel_last, weight_dl, bias_dl, states_dl, qsl_dl, indices_dl, init_dl;
+
+  ServingProblem(int64_t T, int pattern)
+      : tokens(T),
+        lengths(mixed(T, pattern)),
+        meta(VarlenMetadata::from_lengths(lengths)),
+        batch(meta.batch()),
+        x(allocate_buffer(kDim * T * 2)),
+        cache_indices(batch),
+        has_initial_state(batch),
+        x_shape{kDim, T},
+        time_contiguous_strides{T, 1},
+        qsl_shape{batch + 1},
+        batch_shape{batch} {
+    fill_bf16({static_cast<uint16_t*>(x.get()), static_cast<size_t>(kDim * T)}, 21);
+    fill_bf16(weight, 22);
+    fill_bf16(bias, 23);
+    fill_bf16(states, 24);
+    std::mt19937_64 rng(25);
+    std::vector<int32_t> lines(kPoolLines);
+    for (int32_t i = 0; i < kPoolLines; ++i) lines[i] = i;
+    std::shuffle(lines.begin(), lines.end(), rng);
+    for (int64_t b = 0; b < batch; ++b) {
+      cache_indices[b] = lines[b];
+      has_initial_state[b] = static_cast<uint8_t>(rng() % 2);
+    }
+    x_time = view(x.get(), kBf16, x_shape, time_contiguous_strides);
+    x_channel_last = view(x.get(), kBf16, x_shape, channel_last_strides);
+    weight_dl = view(weight.data(), kBf16, weight_shape);
+    bias_dl = view(bias.data(), kBf16, bias_shape);
+    states_dl = view(states.data(), kBf16, states_shape);
+    qsl_dl = view(meta.query_start_loc.data(), {kDLInt, 32, 1}, qsl_shape);
+    indices_dl = view(cache_indices.data(), {kDLInt, 32, 1}, batch_shape);
+    init_dl = view(has_initial_state.data(), {kDLUInt, 8, 1}, batch_shape);
+  }
+  static std::vector<int64_t> mixed(int64_t T, int pattern) {
+    std::mt19937_64 rng(26);
+    return bench::batch_lengths(T, pattern, rng);
+  }
+  CausalConv1dVarlenArgs args(bool channel_last) const {
+    return {.x = channel_last ? &x_channel_last : &x_time,
+            .weight = &weight_dl,
+            .bias = &bias_dl,
+            .conv_states = &states_dl,
+            .query_start_loc = &qsl_dl,
+            .cache_indices = &indices_dl,
+            .has_initial_state = &init_dl,
+            .activation = Activation::silu,
+            .max_seq_len = meta.max_seq_len,
+            .validate = false};
+  }
+};
+
+// Arguments: tokens, batch mix (0 one sequence, 1 eight equal, 2 64 mixed), channel-last x.
+void BM_VarlenServing(benchmark::State& state) {
+  Runtime& runtime = portable_runtime();
+  const ServingProblem p(state.range(0), static_cast<int>(state.range(1)));
+  const CausalConv1dVarlenArgs args = p.args(state.range(2) != 0);
+  { Tensor warm = runtime.causal_conv1d_varlen(args); }  // allocates the cached output
+  for (auto _ : state) {
+    Tensor out = runtime.causal_conv1d_varlen(args);
+    benchmark::DoNotOptimize(out->data);
+  }
+  state.SetBytesProcessed(2 * kDim * p.tokens * 2 * state.iterations());  // x read + output written
+  state.counters["batch"] = static_cast<double>(p.batch);
+}
+
 // ---- (c) update
 
 // The state pool (lines, D, W-1) compact, or dim-contiguous as vLLM and SGLang keep it (a
@@ -362,6 +451,12 @@ void BM_UpdateW8(benchmark::State& state) { run_update(state, kWideWidth); }
 void varlen_rows(benchmark::internal::Benchmark* b) {
   b->ArgName("channel_last")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 }
+void serving_rows(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"tokens", "mix", "channel_last"})
+      ->ArgsProduct({{1024, 8192}, {0, 1, 2}, {0, 1}})
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
 void update_rows(benchmark::internal::Benchmark* b) {
   b->ArgNames({"batch", "dim_contiguous", "circular"})
       ->ArgsProduct({{1, 64, 256}, {0, 1}, {0, 1}})
@@ -373,6 +468,7 @@ void update_rows(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Memcpy)->ArgName("all_threads")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Varlen)->Apply(varlen_rows);
 BENCHMARK(BM_Update)->Apply(update_rows);
+BENCHMARK(BM_VarlenServing)->Apply(serving_rows);
 BENCHMARK(BM_VarlenW8)->Apply(varlen_rows);
 BENCHMARK(BM_UpdateW8)->Apply(update_rows);
 

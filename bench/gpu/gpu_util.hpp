@@ -9,6 +9,8 @@
 #include <dlpack/dlpack.h>
 #include <deltakern/scalar_type.hpp>
 
+#include "../batch_mixes.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -133,22 +135,6 @@ struct EventTimer {
   }
 };
 
-// The benchmarks' batch mixes of T tokens: 0 one sequence, 1 eight equal ones, 2 sixty-four of
-// random lengths (weights uniform in [0.1, 2), the last takes the remainder).
-inline std::vector<int64_t> batch_lengths(int64_t T, int pattern, std::mt19937_64& rng) {
-  std::vector<int64_t> lens;
-  if (pattern == 0) lens = {T};
-  if (pattern == 1) lens.assign(8, T / 8);
-  if (pattern == 2) {
-    std::uniform_real_distribution<double> weight(0.1, 2.0);
-    std::vector<double> w(64);
-    double sum = 0;
-    for (auto& v : w) sum += (v = weight(rng));
-    int64_t used = 0;
-    for (int i = 0; i < 63; ++i) used += lens.emplace_back(static_cast<int64_t>(w[i] / sum * T));
-    lens.push_back(T - used);
-  }
-  return lens;
-}
+using deltakern::bench::batch_lengths;  // the batch mixes, shared with the CPU benchmark
 
 }  // namespace dkgpu
