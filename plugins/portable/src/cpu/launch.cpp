@@ -31,6 +31,8 @@ constexpr int64_t kChannelLastChannels = 512;
 // Update items: a batch row's block of channels, computed token by token across channels.
 constexpr int64_t kUpdateChannels = 512;
 constexpr int64_t kUpdateChunksPerThread = 8;
+// Whole-row items (many sequences, time-contiguous): blocks of channel rows that cost the same.
+constexpr int64_t kWholeRowChunksPerThread = 8;
 
 ElemType elem_type(const DLDataType& t) {
   if (plugin::is_bf16(t)) return ElemType::bf16;
@@ -53,6 +55,10 @@ IndexRef index_ref(const DLTensor* t) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t index_at_host(const IndexRef& ref, int64_t i) {
+  return static_cast<const int32_t*>(ref.data)[i * ref.stride];
+}
 
 // The calling thread's kernel scratch, kept between calls (a fresh allocation per call would
 // fault its pages in every time). At least `floats` floats, 64-byte aligned.
@@ -96,6 +102,16 @@ constexpr int64_t kStreamOutputBytes = int64_t{64} << 20;
 // Time-contiguous rows are walked in memory order (see kTimeTile), where the hardware does
 // better alone: prefetching there cost 10-15%.
 constexpr int64_t kChannelLastPrefetch = 2;
+
+// Whether a time-contiguous call goes by whole channel rows (rows_time_contiguous): several
+// sequences whose offsets do not decrease, so that they lie end to end in [first start, last
+// end). A single sequence, or offsets that break the rules, take the per-sequence items.
+bool whole_rows_fit(const VarlenPlan& p) {
+  if (p.batch < 2) return false;
+  for (int64_t b = 0; b < p.batch; ++b)
+    if (index_at_host(p.query_start_loc, b + 1) < index_at_host(p.query_start_loc, b)) return false;
+  return true;
+}
 
 int act_index(plugin::Activation a) { return a == plugin::Activation::silu ? 1 : 0; }
 
@@ -143,6 +159,12 @@ void varlen_into(const Device& device, const plugin::VarlenArgs& args, const DLT
   const VarlenKernel kernel = device.kernels.varlen[static_cast<int>(p.x.type)][channel_last ? 1 : 0]
                                                    [p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = (p.tokens + p.batch * p.state_len) * p.dim;
+  if (!channel_last && whole_rows_fit(p)) {
+    p.whole_rows = true;
+    p.scratch_floats = std::max(p.scratch_floats, kHeadScratchFloats);
+    run_grid(device, p, kernel, p.n_channel_blocks, work, p.scratch_floats, kWholeRowChunksPerThread);
+    return;
+  }
   // Many items of a grid sized by the longest sequence are empty tails of shorter ones: small
   // chunks balance them, and handing them out a few at a time keeps the shared counter cold.
   run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats, 512);

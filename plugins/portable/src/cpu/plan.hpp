@@ -26,6 +26,10 @@ inline constexpr int64_t kShortTile = 32;
 // (kShortTile + kMaxWidth rows) and its output (kShortTile rows). See ChannelScratch.
 inline constexpr int64_t kScratchRowsPerWidth = 3;
 inline constexpr int64_t kScratchRowsFixed = 1 + 2 * kShortTile + kMaxWidth;
+// Sequences per pass of a whole-rows item's heads: their windows and outputs, 2 * kMaxWidth
+// floats each, also live in the scratch.
+inline constexpr int64_t kHeadGroup = 64;
+inline constexpr int64_t kHeadScratchFloats = kHeadGroup * 2 * 2 * kMaxWidth;
 
 // A strided tensor as the kernels see it: element strides, 64-bit throughout.
 struct StridedRef {
@@ -63,6 +67,9 @@ struct VarlenPlan {
   // is far larger than the caches, so reading it for ownership would only cost bandwidth.
   bool stream_output = false;
   int64_t prefetch_ahead = 0;  // token rows of a channel-last block to prefetch ahead
+  // Time-contiguous x, several sequences with monotonic offsets: items are channel blocks over
+  // the whole batch (rows_time_contiguous), not (sequence, tile, channel block).
+  bool whole_rows = false;
   // Per-thread scratch the kernel needs, 64-byte aligned: (kScratchRowsPerWidth * W +
   // kScratchRowsFixed) rows of channel_block floats rounded up to 16.
   int64_t scratch_floats = 0;

@@ -199,6 +199,17 @@ inline void store_f32(void* base, int64_t index, ElemType type, float v) {
   }
 }
 
+// x's element as a state element: the same dtype keeps its bits; an f32 state (the only
+// other kind) holds it exactly.
+template <class ST, class XT>
+inline ST as_state(XT v) {
+  if constexpr (sizeof(ST) == sizeof(XT)) {
+    return v;
+  } else {
+    return to_f32(v);
+  }
+}
+
 // A state element moved within its row: copied bit for bit, whatever it holds.
 inline void move_elem(void* base, int64_t to, int64_t from, ElemType type) {
   if (type == ElemType::f32) {

@@ -35,17 +35,6 @@ inline bool packed_state(const StridedRef& st, int64_t state_len, int width) {
   return state_len == width - 1 && st.stride[2] == 1 && st.stride[1] == width - 1;
 }
 
-// x's element as a state element: the same dtype keeps its bits; an f32 state (the only
-// other kind) holds it exactly.
-template <class ST, class XT>
-inline ST as_state(XT v) {
-  if constexpr (sizeof(ST) == sizeof(XT)) {
-    return v;
-  } else {
-    return to_f32(v);
-  }
-}
-
 // Shift mode on packed rows of S = W-1: s[c][i] = e[Tq + i] with e = concat(s[c], x[c]). A flat
 // move of the whole block by Tq elements puts every s[c][i + Tq] in place (and the next row's
 // head in each row's last Tq slots), then x fills those slots. S is a compile-time constant so
