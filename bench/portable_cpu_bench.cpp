@@ -156,39 +156,29 @@ Buffer& varlen_x() {
   return x;
 }
 
-struct VarlenProblem {
-  int64_t width;
-  std::vector<int64_t> lengths = mixed_lengths();
+// A varlen call's host data and its views: x (one buffer, seen in both layouts), the weights,
+// a state pool, the batch's metadata, lines and flags. (b) and (e) fill it their own ways.
+struct VarlenData {
+  int64_t width, tokens;
+  std::vector<int64_t> lengths;
   VarlenMetadata meta = VarlenMetadata::from_lengths(lengths);
   int64_t batch = meta.batch();
-  Buffer& x = varlen_x();
-  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * width);
-  std::vector<uint16_t> bias = std::vector<uint16_t>(kDim);
-  std::vector<uint16_t> states = std::vector<uint16_t>(batch * kDim * (width - 1));
+  int64_t lines;  // the pool's; 0 asks for one per sequence
+  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * width), bias = std::vector<uint16_t>(kDim),
+                        states = std::vector<uint16_t>(lines * kDim * (width - 1));
   std::vector<int32_t> cache_indices = std::vector<int32_t>(batch);
   std::vector<uint8_t> has_initial_state = std::vector<uint8_t>(batch);
+  int64_t x_shape[2] = {kDim, tokens}, time_contiguous_strides[2] = {tokens, 1},
+          channel_last_strides[2] = {1, kDim}, weight_shape[2] = {kDim, width}, bias_shape[1] = {kDim},
+          states_shape[3] = {lines, kDim, width - 1}, qsl_shape[1] = {batch + 1}, batch_shape[1] = {batch};
+  DLTensor x_time{}, x_channel_last{}, weight_dl{}, bias_dl{}, states_dl{}, qsl_dl{}, indices_dl{}, init_dl{};
 
-  int64_t x_shape[2] = {kDim, kTokens};
-  int64_t time_contiguous_strides[2] = {kTokens, 1};
-  int64_t channel_last_strides[2] = {1, kDim};
-  int64_t weight_shape[2] = {kDim, width};
-  int64_t bias_shape[1] = {kDim};
-  int64_t states_shape[3] = {batch, kDim, width - 1};
-  int64_t qsl_shape[1] = {batch + 1};
-  int64_t batch_shape[1] = {batch};
-  DLTensor x_time, x_channel_last, weight_dl, bias_dl, states_dl, qsl_dl, indices_dl, init_dl;
-
-  explicit VarlenProblem(int64_t w) : width(w) {
-    fill_bf16(weight, 2);
-    fill_bf16(bias, 3);
-    fill_bf16(states, 4);
-    std::mt19937 rng(5);
-    for (int64_t b = 0; b < batch; ++b) {
-      cache_indices[b] = static_cast<int32_t>(batch - 1 - b);
-      has_initial_state[b] = static_cast<uint8_t>(rng() % 2);
-    }
-    x_time = view(x.get(), kBf16, x_shape, time_contiguous_strides);
-    x_channel_last = view(x.get(), kBf16, x_shape, channel_last_strides);
+  // Random weights, bias and states from `seed` on; x's views once the caller has filled x.
+  VarlenData(int64_t w, int64_t t, int64_t pool_lines, std::vector<int64_t> lens, uint32_t seed)
+      : width(w), tokens(t), lengths(std::move(lens)), lines(pool_lines > 0 ? pool_lines : batch) {
+    fill_bf16(weight, seed);
+    fill_bf16(bias, seed + 1);
+    fill_bf16(states, seed + 2);
     weight_dl = view(weight.data(), kBf16, weight_shape);
     bias_dl = view(bias.data(), kBf16, bias_shape);
     states_dl = view(states.data(), kBf16, states_shape);
@@ -196,7 +186,10 @@ struct VarlenProblem {
     indices_dl = view(cache_indices.data(), {kDLInt, 32, 1}, batch_shape);
     init_dl = view(has_initial_state.data(), {kDLUInt, 8, 1}, batch_shape);
   }
-
+  void view_x(void* x) {
+    x_time = view(x, kBf16, x_shape, time_contiguous_strides);
+    x_channel_last = view(x, kBf16, x_shape, channel_last_strides);
+  }
   CausalConv1dVarlenArgs args(bool channel_last) const {
     return {.x = channel_last ? &x_channel_last : &x_time,
             .weight = &weight_dl,
@@ -208,6 +201,19 @@ struct VarlenProblem {
             .activation = Activation::silu,
             .max_seq_len = meta.max_seq_len,
             .validate = false};
+  }
+};
+
+// 64k tokens in mixed_lengths(), a line per sequence in reverse order, x shared by both widths.
+struct VarlenProblem : VarlenData {
+  Buffer& x = varlen_x();
+  explicit VarlenProblem(int64_t w) : VarlenData(w, kTokens, 0, mixed_lengths(), 2) {
+    std::mt19937 rng(5);
+    for (int64_t b = 0; b < batch; ++b) {
+      cache_indices[b] = static_cast<int32_t>(batch - 1 - b);
+      has_initial_state[b] = static_cast<uint8_t>(rng() % 2);
+    }
+    view_x(x.get());
   }
 };
 
@@ -289,70 +295,25 @@ void BM_VarlenW8(benchmark::State& state) { run_varlen(state, kWideWidth); }
 
 // T tokens of D=8192 as one sequence, eight equal ones or 64 mixed (bench/batch_mixes.hpp), states
 // in a 256-line pool through random distinct lines, random initial-state flags.
-struct ServingProblem {
+struct ServingProblem : VarlenData {
   static constexpr int64_t kPoolLines = 256;
-  int64_t tokens;
-  std::vector<int64_t> lengths;
-  VarlenMetadata meta;
-  int64_t batch;
   Buffer x;
-  std::vector<uint16_t> weight = std::vector<uint16_t>(kDim * kWidth), bias = std::vector<uint16_t>(kDim),
-                        states = std::vector<uint16_t>(kPoolLines * kDim * (kWidth - 1));
-  std::vector<int32_t> cache_indices;
-  std::vector<uint8_t> has_initial_state;
-  int64_t x_shape[2], time_contiguous_strides[2],
-      channel_last_strides[2] = {1, kDim}, weight_shape[2] = {kDim, kWidth}, bias_shape[1] = {kDim},
-      states_shape[3] = {kPoolLines, kDim, kWidth - 1}, qsl_shape[1], batch_shape[1];
-  DLTensor x_time, x_channel_last, weight_dl, bias_dl, states_dl, qsl_dl, indices_dl, init_dl;
-
   ServingProblem(int64_t T, int pattern)
-      : tokens(T),
-        lengths(mixed(T, pattern)),
-        meta(VarlenMetadata::from_lengths(lengths)),
-        batch(meta.batch()),
-        x(allocate_buffer(kDim * T * 2)),
-        cache_indices(batch),
-        has_initial_state(batch),
-        x_shape{kDim, T},
-        time_contiguous_strides{T, 1},
-        qsl_shape{batch + 1},
-        batch_shape{batch} {
+      : VarlenData(kWidth, T, kPoolLines, mixed(T, pattern), 22), x(allocate_buffer(kDim * T * 2)) {
     fill_bf16({static_cast<uint16_t*>(x.get()), static_cast<size_t>(kDim * T)}, 21);
-    fill_bf16(weight, 22);
-    fill_bf16(bias, 23);
-    fill_bf16(states, 24);
     std::mt19937_64 rng(25);
-    std::vector<int32_t> lines(kPoolLines);
-    for (int32_t i = 0; i < kPoolLines; ++i) lines[i] = i;
-    std::shuffle(lines.begin(), lines.end(), rng);
+    std::vector<int32_t> pool(kPoolLines);
+    for (int32_t i = 0; i < kPoolLines; ++i) pool[i] = i;
+    std::shuffle(pool.begin(), pool.end(), rng);
     for (int64_t b = 0; b < batch; ++b) {
-      cache_indices[b] = lines[b];
+      cache_indices[b] = pool[b];
       has_initial_state[b] = static_cast<uint8_t>(rng() % 2);
     }
-    x_time = view(x.get(), kBf16, x_shape, time_contiguous_strides);
-    x_channel_last = view(x.get(), kBf16, x_shape, channel_last_strides);
-    weight_dl = view(weight.data(), kBf16, weight_shape);
-    bias_dl = view(bias.data(), kBf16, bias_shape);
-    states_dl = view(states.data(), kBf16, states_shape);
-    qsl_dl = view(meta.query_start_loc.data(), {kDLInt, 32, 1}, qsl_shape);
-    indices_dl = view(cache_indices.data(), {kDLInt, 32, 1}, batch_shape);
-    init_dl = view(has_initial_state.data(), {kDLUInt, 8, 1}, batch_shape);
+    view_x(x.get());
   }
   static std::vector<int64_t> mixed(int64_t T, int pattern) {
     std::mt19937_64 rng(26);
     return bench::batch_lengths(T, pattern, rng);
-  }
-  CausalConv1dVarlenArgs args(bool channel_last) const {
-    return {.x = channel_last ? &x_channel_last : &x_time,
-            .weight = &weight_dl,
-            .bias = &bias_dl,
-            .conv_states = &states_dl,
-            .query_start_loc = &qsl_dl,
-            .cache_indices = &indices_dl,
-            .has_initial_state = &init_dl,
-            .activation = Activation::silu,
-            .max_seq_len = meta.max_seq_len,
-            .validate = false};
   }
 };
 
