@@ -30,9 +30,13 @@ constexpr int64_t kChannelLastTile = 256;
 constexpr int64_t kChannelLastChannels = 512;
 // Update items: a batch row's block of channels, computed token by token across channels.
 constexpr int64_t kUpdateChannels = 512;
-constexpr int64_t kUpdateChunksPerThread = 8;
-// Whole-row items (many sequences, time-contiguous): blocks of channel rows that cost the same.
-constexpr int64_t kWholeRowChunksPerThread = 8;
+
+// Chunks of work items a thread takes (run_grid). Items of equal cost (decode's, whole rows) go
+// in long chunks, whose consecutive items share a channel block; a varlen grid sized by the
+// longest sequence has many empty tails of shorter ones, and small chunks balance them (handing
+// them out a few at a time keeps the shared counter cold).
+constexpr int64_t kEvenChunksPerThread = 8;
+constexpr int64_t kRaggedChunksPerThread = 512;
 
 ElemType elem_type(const DLDataType& t) {
   if (plugin::is_bf16(t)) return ElemType::bf16;
@@ -162,12 +166,11 @@ void varlen_into(const Device& device, const plugin::VarlenArgs& args, const DLT
   if (!channel_last && whole_rows_fit(p)) {
     p.whole_rows = true;
     p.scratch_floats = std::max(p.scratch_floats, kHeadScratchFloats);
-    run_grid(device, p, kernel, p.n_channel_blocks, work, p.scratch_floats, kWholeRowChunksPerThread);
+    run_grid(device, p, kernel, p.n_channel_blocks, work, p.scratch_floats, kEvenChunksPerThread);
     return;
   }
-  // Many items of a grid sized by the longest sequence are empty tails of shorter ones: small
-  // chunks balance them, and handing them out a few at a time keeps the shared counter cold.
-  run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats, 512);
+  run_grid(device, p, kernel, p.batch * p.n_tiles * p.n_channel_blocks, work, p.scratch_floats,
+           kRaggedChunksPerThread);
 }
 
 void update_into(const Device& device, const plugin::UpdateArgs& args, const DLTensor& out) {
@@ -198,8 +201,7 @@ void update_into(const Device& device, const plugin::UpdateArgs& args, const DLT
   const UpdateKernel kernel =
       device.kernels.update[static_cast<int>(p.x.type)][p.width - kMinWidth][act_index(args.activation)];
   const int64_t work = p.batch * p.dim * (p.new_tokens + p.state_len);
-  // Items cost the same: long chunks, whose items share a channel block's weights (update_kernel).
-  run_grid(device, p, kernel, p.batch * p.n_channel_blocks, work, p.scratch_floats, kUpdateChunksPerThread);
+  run_grid(device, p, kernel, p.batch * p.n_channel_blocks, work, p.scratch_floats, kEvenChunksPerThread);
 }
 
 }  // namespace

@@ -195,38 +195,52 @@ inline void tile_across_channels(const VarlenPlan& p, const VarlenItem& it, cons
   }
 }
 
-// The tile along time (time-contiguous x): per channel row, chunks of kTimeChunk tokens are
-// converted into an f32 window behind their W-1 history and convolved.
+// Channel d's taps (zeros in the slots a runtime width leaves unused); returns its bias.
+template <int W>
+inline float channel_taps(const VarlenPlan& p, int64_t d, int width, float (&w)[kTapSlots<W>]) {
+  for (int k = 0; k < width; ++k)
+    w[k] = load_f32(p.weight.data, d * p.weight.stride[0] + k * p.weight.stride[1], p.weight.type);
+  for (int k = width; k < kTapSlots<W>; ++k) w[k] = 0.0f;
+  return p.bias.data != nullptr ? load_f32(p.bias.data, d * p.bias.stride[0], p.bias.type) : 0.0f;
+}
+
+// Tokens [from, to) of one channel row (x_row and out_row point at the row's token 0), in chunks
+// converted into an f32 window behind their W-1 history, which stays in L1. The first chunk's
+// history is `history` where given (a prior state, or zeros), else x's tokens before `from`.
+template <int W, Act ACT, class XT>
+inline void convolve_row(const XT* x_row, XT* out_row, int64_t from, int64_t to, const float* history,
+                         const float (&w)[kTapSlots<W>], int width, float bias, bool stream) {
+  const int64_t H = width - 1;
+  alignas(64) float window[kTimeChunk + kMaxWidth];
+  for (int64_t c0 = from; c0 < to; c0 += kTimeChunk) {
+    const int64_t n = min_i64(kTimeChunk, to - c0);
+    if (c0 > from || history == nullptr) {
+      load_row(x_row + c0 - H, window, H);
+    } else {
+      for (int64_t i = 0; i < H; ++i) window[i] = history[i];
+    }
+    load_row(x_row + c0, window + H, n);
+    convolve_time_store<W, ACT>(window, w, width, bias, out_row + c0, n, stream);
+  }
+}
+
+// The tile along time (time-contiguous x): per channel row, convolve_row over the tile, its
+// history from the prior state (or zeros) at the sequence's start.
 template <class XT, int W, Act ACT>
 inline void tile_along_time(const VarlenPlan& p, const VarlenItem& it) {
   const int width = width_of<W>(p.width);
   const int64_t H = width - 1;
-  alignas(64) float window[kTimeChunk + kMaxWidth];
   const XT* x = static_cast<const XT*>(p.x.data) + it.seq.start;
   XT* out = static_cast<XT*>(p.out.data) + it.seq.start;
   const StridedRef& st = p.states;
   const int64_t state_base = it.slot.line * st.stride[0] + (p.state_len - H) * st.stride[2];
+  float history[kMaxWidth] = {};
   for (int64_t d = it.d0; d < it.d1; ++d) {
     float w[kTapSlots<W>];
-    for (int k = 0; k < width; ++k)
-      w[k] = load_f32(p.weight.data, d * p.weight.stride[0] + k * p.weight.stride[1], p.weight.type);
-    for (int k = width; k < kTapSlots<W>; ++k) w[k] = 0.0f;  // runtime width: slots it does not use
-    const float bias =
-        p.bias.data != nullptr ? load_f32(p.bias.data, d * p.bias.stride[0], p.bias.type) : 0.0f;
-    const XT* x_row = x + d * p.x.stride[0];
-    XT* out_row = out + d * p.out.stride[0];
-    for (int64_t c0 = it.t0; c0 < it.t1; c0 += kTimeChunk) {
-      const int64_t n = min_i64(kTimeChunk, it.t1 - c0);
-      if (c0 > 0) {
-        load_row(x_row + c0 - H, window, H);
-      } else if (it.has_prior) {
-        load_column(st, state_base + d * st.stride[1], st.stride[2], window, H);
-      } else {
-        for (int64_t i = 0; i < H; ++i) window[i] = 0.0f;
-      }
-      load_row(x_row + c0, window + H, n);
-      convolve_time_store<W, ACT>(window, w, width, bias, out_row + c0, n, p.stream_output);
-    }
+    const float bias = channel_taps<W>(p, d, width, w);
+    if (it.t0 == 0 && it.has_prior) load_column(st, state_base + d * st.stride[1], st.stride[2], history, H);
+    convolve_row<W, ACT>(x + d * p.x.stride[0], out + d * p.out.stride[0], it.t0, it.t1,
+                         it.t0 == 0 ? history : nullptr, w, width, bias, p.stream_output);
   }
 }
 
@@ -347,16 +361,10 @@ uint32_t rows_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end, f
   const int64_t H = width - 1, G = 2 * H;
   float* const heads_in = scratch;                                        // kHeadGroup * G floats
   XT* const heads_out = reinterpret_cast<XT*>(scratch + kHeadGroup * G);  // kHeadGroup * G outputs
-  alignas(64) float window[kTimeChunk + kMaxWidth];
   const SeqRange first = sequence_range(p.query_start_loc, 0, p.tokens);
   const SeqRange last = sequence_range(p.query_start_loc, p.batch - 1, p.tokens);
   const int64_t lo = first.start, hi = last.start + last.len;  // monotonic offsets (the plan's rule)
-  const auto taps = [&](int64_t d, float(&w)[kTapSlots<W>]) {
-    for (int k = 0; k < width; ++k)
-      w[k] = load_f32(p.weight.data, d * p.weight.stride[0] + k * p.weight.stride[1], p.weight.type);
-    for (int k = width; k < kTapSlots<W>; ++k) w[k] = 0.0f;  // runtime width: slots it does not use
-    return p.bias.data != nullptr ? load_f32(p.bias.data, d * p.bias.stride[0], p.bias.type) : 0.0f;
-  };
+  const float no_history[kMaxWidth] = {};                      // every sequence's head is redone
   uint32_t errors = 0;
   // A batch of one group is looked up once per item, a larger one per row and group. The heads
   // follow each row's pass while its x and output are in cache (after the whole block, 8k
@@ -370,19 +378,10 @@ uint32_t rows_time_contiguous(const VarlenPlan& p, int64_t begin, int64_t end, f
     if (one_group) errors |= lookup_group(p, 0, p.batch, group);
     for (int64_t d = d0; d < d1; ++d) {
       float w[kTapSlots<W>];
-      const float bias = taps(d, w);
-      const XT* const x_row = static_cast<const XT*>(p.x.data) + d * p.x.stride[0];
-      XT* const out_row = static_cast<XT*>(p.out.data) + d * p.out.stride[0];
-      for (int64_t c0 = lo; c0 < hi; c0 += kTimeChunk) {
-        const int64_t n = min_i64(kTimeChunk, hi - c0);
-        if (c0 > lo) {
-          load_row(x_row + c0 - H, window, H);
-        } else {
-          for (int64_t i = 0; i < H; ++i) window[i] = 0.0f;  // every sequence's head is redone below
-        }
-        load_row(x_row + c0, window + H, n);
-        convolve_time_store<W, ACT>(window, w, width, bias, out_row + c0, n);
-      }
+      const float bias = channel_taps<W>(p, d, width, w);
+      convolve_row<W, ACT>(static_cast<const XT*>(p.x.data) + d * p.x.stride[0],
+                           static_cast<XT*>(p.out.data) + d * p.out.stride[0], lo, hi, no_history, w, width,
+                           bias, false);
       for (int64_t g0 = 0; g0 < p.batch; g0 += kHeadGroup) {
         const int64_t g1 = min_i64(p.batch, g0 + kHeadGroup);
         if (!one_group) errors |= lookup_group(p, g0, g1, group);
