@@ -39,17 +39,22 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_direct_kernel(const Upda
   const int64_t b1 = min(b0 + p.rows_per_block, static_cast<int64_t>(p.batch));
 #pragma unroll 2
   for (int64_t b = b0; b < b1; ++b) {
-    const int64_t line = state_line(p.state_indices, b, st, p.conv, c == 0);
-    if (line < 0) continue;
+    // x and the ring position are requested before the row's index (two round trips, not three).
     const T* const xr = static_cast<const T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
-    T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c * p.out_chan_stride;
     float xv[kDirectMaxTokens], sv[kS];
 #pragma unroll
     for (int t = 0; t < kDirectMaxTokens; ++t) xv[t] = t < tq ? to_float(xr[t * p.x_time_stride]) : 0.f;
+    const bool circular = p.cache_seqlens.data != nullptr;
+    const int64_t n = circular ? load_index(p.cache_seqlens, b) : 0;
+    const int64_t line = state_line(p.state_indices, b, st, p.conv, c == 0);
+    if (line < 0) continue;
+    T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c * p.out_chan_stride;
 #pragma unroll
     for (int j = 0; j < kS; ++j) sv[j] = load_float(st.data, state_offset(st, line, c, j), st.dtype);
     float out[kDirectMaxTokens];
-    if (p.cache_seqlens.data == nullptr) {
+    // Positions to store: all of them in shift mode, the ones this call's tokens wrote in circular mode.
+    uint32_t written = (1u << kS) - 1;
+    if (!circular) {
       // Shift: e = concat(state, x); e[i] for a compile-time i.
       auto e = [&](int i) {
         return i < 0 ? 0.f : (i < kS ? sv[i < kS ? i : 0] : xv[i - kS < kDirectMaxTokens ? i - kS : 0]);
@@ -70,8 +75,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_direct_kernel(const Upda
       for (int j = 0; j < kS; ++j) sv[j] = ns[j];
     } else {
       // Circular: token t reads history at (n + t - 3 + k) mod S, then is written at (n + t) mod S.
-      const int64_t n = load_index(p.cache_seqlens, b);
       const int32_t n0 = static_cast<int32_t>(((n % kS) + kS) % kS);
+      written = 0;
 #pragma unroll
       for (int t = 0; t < kDirectMaxTokens; ++t) {
         if (t >= tq) break;
@@ -86,6 +91,7 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_direct_kernel(const Upda
         }
         out[t] = conv_point<T>(taps, first, h[0], h[1], h[2], xv[t], silu);
         const int32_t w = (n0 + t) % kS;
+        written |= 1u << w;
 #pragma unroll
         for (int j = 0; j < kS; ++j)
           if (j == w) sv[j] = xv[t];
@@ -95,7 +101,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_direct_kernel(const Upda
     for (int t = 0; t < kDirectMaxTokens; ++t)
       if (t < tq) outr[t * p.out_time_stride] = from_float<T>(out[t]);
 #pragma unroll
-    for (int j = 0; j < kS; ++j) store_float(st.data, state_offset(st, line, c, j), st.dtype, sv[j]);
+    for (int j = 0; j < kS; ++j)
+      if (written & (1u << j)) store_float(st.data, state_offset(st, line, c, j), st.dtype, sv[j]);
   }
 }
 

@@ -43,13 +43,16 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_vec_kernel(const UpdateP
   const int64_t b1 = min(b0 + p.rows_per_block, static_cast<int64_t>(p.batch));
 #pragma unroll 2
   for (int64_t b = b0; b < b1; ++b) {
+    // x and the ring position do not depend on the row's line: requested before the index, as
+    // portable's decode does, so the row waits on two round trips, not three.
+    Pack xv;
+    xv.v = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + b * p.x_batch_stride + c0);
+    const bool circular = p.cache_seqlens.data != nullptr;
+    const int64_t n = circular ? load_index(p.cache_seqlens, b) : 0;
     const int64_t line = state_line(p.state_indices, b, st, p.conv, c0 == 0);
     if (line < 0) continue;
-    const T* const xr = static_cast<const T*>(p.x) + b * p.x_batch_stride + c0;
     T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c0;
     T* const sr = static_cast<T*>(st.data) + line * st.line_stride + c0 * st.chan_stride;
-    Pack xv;
-    xv.v = *reinterpret_cast<const uint4*>(xr);
     // Chan-major: kS accesses cover channels c0.. c0+kC-1 at all positions, element (i, j) at
     // flat i*kS + j. Position-major: access j holds position j of the kC channels.
     Pack sp[kS];
@@ -66,7 +69,9 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_vec_kernel(const UpdateP
       else
         sp[j].e[i] = from_float<T>(v);
     };
-    if (p.cache_seqlens.data == nullptr) {
+    // Circular mode writes one position, n0; position-major, that is one of the kS vectors.
+    int32_t n0 = -1;
+    if (!circular) {
 #pragma unroll
       for (int i = 0; i < kC; ++i) {
         const float cur = to_float(xv.e[i]);
@@ -79,8 +84,7 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_vec_kernel(const UpdateP
         sset(i, kS - 1, cur);
       }
     } else {
-      const int64_t n = load_index(p.cache_seqlens, b);
-      const int32_t n0 = static_cast<int32_t>(((n % kS) + kS) % kS);
+      n0 = static_cast<int32_t>(((n % kS) + kS) % kS);
 #pragma unroll
       for (int i = 0; i < kC; ++i) {
         const float cur = to_float(xv.e[i]);
@@ -103,8 +107,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_vec_kernel(const UpdateP
 #pragma unroll
     for (int j = 0; j < kS; ++j) {
       if (kStateChanMajor)
-        reinterpret_cast<uint4*>(sr)[j] = sp[j].v;
-      else
+        reinterpret_cast<uint4*>(sr)[j] = sp[j].v;  // n0's elements lie in every vector
+      else if (n0 < 0 || j == n0)
         *reinterpret_cast<uint4*>(sr + j * st.pos_stride) = sp[j].v;
     }
   }
