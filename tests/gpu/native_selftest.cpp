@@ -726,11 +726,13 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
       rows.pad_every = 4;
       add(rows, L + "/long-rows-walker");
     }
-    if (!cl) {
-      // Serving shapes: 64 sequences of mixed lengths in 1k tokens on 8192 rows, some padded; many
-      // one- and two-token sequences (a staged block then holds only four rows: the priors'
-      // share of shared memory); 4k tokens in 200 sequences.
+    {
+      // Serving shapes: 64 sequences of mixed lengths in 1k tokens on 8192 channels, some padded;
+      // many one- and two-token sequences (a time-staged block then holds only four rows: the
+      // priors' share of shared memory; a channel-last tile meets dozens of sequence edges); 4k
+      // tokens in 200 sequences.
       VarlenCase serving;
+      serving.channel_last = cl;
       serving.D = 8192;
       serving.xdt = serving.wdt = serving.bdt = serving.sdt = ScalarType::bf16;
       for (int i = 0; i < 64; ++i) serving.lens.push_back(1 + (i * 37) % 31);
@@ -738,11 +740,13 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
       serving.pad_every = 9;
       if (!quick) add(serving, L + "/serving-1k-64");  // these three: not in the sanitizers' --quick runs
       VarlenCase dense;
+      dense.channel_last = cl;
       dense.D = 1024;
       for (int i = 0; i < 1000; ++i) dense.lens.push_back(1 + i % 2);
       dense.pad_every = 11;
       if (!quick) add(dense, L + "/1000-short-seqs");
       VarlenCase mid;
+      mid.channel_last = cl;
       mid.D = 2048;
       mid.S = 5;
       for (int i = 0; i < 200; ++i) mid.lens.push_back((i * 53) % 41);
