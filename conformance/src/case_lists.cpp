@@ -226,6 +226,18 @@ void add_varlen_cases(std::vector<Case>& out, const OpInfo& info, const Target& 
     cfg.identity_indices = false;
     out.push_back(varlen_case(info, name, cfg));
   }
+  // One sequence of a few hundred tokens with an initial state, in every layout: a call with one
+  // sequence takes a backend's single-sequence path (long tiles whose first one starts from the
+  // prior), which the many-sequence cases above never reach.
+  for (DType x : dtypes)
+    for (Layout layout : info.layouts) {
+      const std::string name = std::string("edge/one_sequence/") + short_name(x) + "/" + layout_name(layout);
+      Random knobs(op + "/" + name + "#knobs");
+      auto cfg = varlen_config(x, widths_of(info).back(), layout, true, reference::Act::silu, true, knobs, o);
+      cfg.lengths = {static_cast<int32_t>(knobs.integer(280, 320))};
+      cfg.padded = {0};
+      out.push_back(varlen_case(info, name, cfg));
+    }
   // The longest state the backend admits (at most 64): a declared limit is served up to its edge.
   for (DType x : dtypes) {
     const int64_t edge = edge_of(info, "state_len", 64);
