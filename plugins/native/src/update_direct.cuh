@@ -120,21 +120,22 @@ cudaError_t launch_update_direct(Kernel kernel, UpdateParams p, const LaunchOpti
   return launch_kernel(kernel, grid, dim3(Kt::kNThreads), 0, stream, o.pdl, p);
 }
 
-// Decode at small batch in its commonest shape: one token, width 4, a shift-mode state of S = 3,
-// weights, bias and state in x's dtype (the conv layers of Qwen3-Next and Kimi Linear). With the
-// rest compile-time, a thread's path is the row's index, then the state row (x and the taps are
-// loaded before the index is known), then the stores; 64 threads a block, so that batch 1 spreads
-// over D / 64 SMs. Same arithmetic as the general kernel.
-template <typename T_>
+// Decode at small batch in its commonest shape: one token, width 4, S = 3, weights, bias and
+// state in x's dtype (the conv layers of Qwen3-Next and Kimi Linear), in shift or circular mode.
+// With the rest compile-time, a thread's path is the row's index, then the state row (x, the taps
+// and the ring position are loaded before the index is known), then the stores; 64 threads a
+// block, so that batch 1 spreads over D / 64 SMs. Same arithmetic as the general kernel.
+template <typename T_, bool kCircular_>
 struct UpdateLeanTraits {
   using T = T_;
+  static constexpr bool kCircular = kCircular_;  // cache_seqlens given: the state is a ring of 3
   static constexpr int kNThreads = 64;
 };
 
 template <typename Kt>
 __global__ void __launch_bounds__(Kt::kNThreads) update_lean_kernel(const UpdateParams p) {
   using T = typename Kt::T;
-  constexpr int kLeanThreads = Kt::kNThreads;
+  constexpr int kLeanThreads = Kt::kNThreads, kS = 3;
   wait_for_previous_grid();
   allow_next_grid();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kLeanThreads + threadIdx.x;
@@ -151,14 +152,34 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_lean_kernel(const Update
   const T* const xr = static_cast<const T*>(p.x) + b * p.x_batch_stride + c * p.x_chan_stride;
   T* const outr = static_cast<T*>(p.out) + b * p.out_batch_stride + c * p.out_chan_stride;
   const float xv = to_float(*xr);
+  int32_t slot = 0;  // circular: where this token goes, and where the history starts
+  if constexpr (Kt::kCircular) slot = static_cast<int32_t>(((load_index(p.cache_seqlens, b) % kS) + kS) % kS);
   const int64_t line = state_line(p.state_indices, b, st, conv, c == 0);
   if (line < 0) return;  // padded: out and the row stay as they are
   T* const row = static_cast<T*>(st.data) + line * st.line_stride + c * st.chan_stride;
-  const float s0 = to_float(row[0]), s1 = to_float(row[st.pos_stride]), s2 = to_float(row[2 * st.pos_stride]);
-  *outr = from_float<T>(conv_point<T>(taps, 0, s0, s1, s2, xv, conv.silu));
-  row[0] = from_float<T>(s1);
-  row[st.pos_stride] = from_float<T>(s2);
-  row[2 * st.pos_stride] = from_float<T>(xv);
+  float s[kS];
+#pragma unroll
+  for (int j = 0; j < kS; ++j) s[j] = to_float(row[j * st.pos_stride]);
+  // The history, oldest first: the row as it lies, or the ring from `slot` on (selected among
+  // compile-time indices, so that s stays in registers).
+  float h[kS];
+#pragma unroll
+  for (int j = 0; j < kS; ++j) {
+    h[j] = s[j];
+    if constexpr (Kt::kCircular) {
+#pragma unroll
+      for (int m = 1; m < kS; ++m)
+        if (slot == m) h[j] = s[(j + m) % kS];
+    }
+  }
+  *outr = from_float<T>(conv_point<T>(taps, 0, h[0], h[1], h[2], xv, conv.silu));
+  if constexpr (Kt::kCircular) {
+    row[slot * st.pos_stride] = from_float<T>(xv);
+  } else {
+    row[0] = from_float<T>(h[1]);
+    row[st.pos_stride] = from_float<T>(h[2]);
+    row[2 * st.pos_stride] = from_float<T>(xv);
+  }
 }
 
 template <typename Kt, typename Kernel>

@@ -15,9 +15,12 @@ namespace {
 
 using StateLens = Values<1, 2, 3, 4>;  // S of the register kernels
 
+// (x dtype, circular).
 struct Lean {
-  using Configs = native::Configs<Dtypes>;
-  static auto traits(auto dtype) { return std::type_identity<UpdateLeanTraits<element_t<dtype()>>>{}; }
+  using Configs = native::Configs<Dtypes, Bools>;
+  static auto traits(auto dtype, auto circular) {
+    return std::type_identity<UpdateLeanTraits<element_t<dtype()>, circular()>>{};
+  }
   template <typename Kt>
   static auto kernel() {
     return update_lean_kernel<Kt>;
@@ -65,10 +68,9 @@ constexpr int kLeanMaxBatch = 16;
 
 bool lean_shape(const UpdateParams& p, ScalarType x_dtype) {
   const ConvCommon& c = p.conv;
-  return p.batch < kLeanMaxBatch && p.tokens == 1 && p.cache_seqlens.data == nullptr && p.state.len == 3 &&
-         c.width == kMaxWidth && c.w_dtype == x_dtype && p.state.dtype == x_dtype &&
-         (c.bias == nullptr || c.bias_dtype == x_dtype) &&
-         p.dim / UpdateLeanTraits<float>::kNThreads < INT32_MAX;
+  return p.batch < kLeanMaxBatch && p.tokens == 1 && p.state.len == 3 && c.width == kMaxWidth &&
+         c.w_dtype == x_dtype && p.state.dtype == x_dtype && (c.bias == nullptr || c.bias_dtype == x_dtype) &&
+         p.dim / UpdateLeanTraits<float, false>::kNThreads < INT32_MAX;
 }
 
 // Whether the call has the layout update_vec_kernel serves, and which state layout.
@@ -115,7 +117,7 @@ int launch_update(UpdateParams p, ScalarType x_dtype, const LaunchOptions& o, vo
         [&](auto kt, auto kernel) {
           return launch_update_lean<typename decltype(kt)::type>(kernel, p, o, s);
         },
-        x_dtype);
+        x_dtype, p.cache_seqlens.data != nullptr);
   bool chan_major = false;
   if (p.state.dtype == x_dtype && p.batch >= 16 && vec_layout(p, x_dtype, chan_major))
     return with_instantiation<Vec>(
