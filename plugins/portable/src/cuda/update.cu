@@ -1,18 +1,19 @@
 // Entry of the portable decode on CUDA: the kernel choice and the instantiations (3 dtypes x 7
-// widths, element-wise and 16-byte).
+// widths, element-wise and 16-byte; 3 dtypes x 2 modes, lean).
 #include <algorithm>
 
 #include "host.cuh"
 #include "launch.hpp"
 #include "update.cuh"
+#include "update_lean.cuh"
 #include "update_vec.cuh"
 
 namespace deltakern::portable::cuda {
 
-// Element-wise: rows on grid.x (up to 2^31 - 1), channel blocks on grid.y; 16-byte: channel
-// blocks on grid.x, row groups on grid.y. Small batches take 64 threads a block, so that a batch
-// of 1 still spreads over many SMs. Element-wise, large batches take 256 (H200, D=8192, batch
-// 1024: the 64-thread grid of 131072 blocks ran at 18% of copy).
+// Batch < 16 in decode's commonest shape: the lean kernel (channel blocks, rows). Element-wise: rows on
+// grid.x (up to 2^31 - 1), channel blocks on grid.y; 16-byte: channel blocks on grid.x, row groups on grid.y.
+// Small batches take 64 threads a block, so that a batch of 1 still spreads over many SMs. Element-wise,
+// large batches take 256 (H200, D=8192, batch 1024: the 64-thread grid of 131072 blocks ran at 18% of copy).
 void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
   UpdateParams p = make_update_params(args, out);
   if (p.batch == 0 || p.dim == 0) return;
@@ -25,6 +26,15 @@ void causal_conv1d_update(const plugin::UpdateArgs& args, const DLTensor& out) {
   constexpr const char* kOp = "portable causal_conv1d_update (CUDA)";
   dtype_switch(x_dtype(*args.x, kOp), [&](auto tag) {
     using input_t = decltype(tag);
+    if (update_lean_shape(p)) {
+      bool_switch(p.cache_seqlens != nullptr, [&](auto circular) {
+        using Ktraits = UpdateLeanTraits<input_t, decltype(circular)::value>;
+        launch_with_pdl(kOp, update_lean_kernel<Ktraits>,
+                        make_grid(ceil_div(p.dim, int64_t(Ktraits::kNThreads)), p.batch, 1),
+                        dim3(Ktraits::kNThreads), stream, pdl, p);
+      });
+      return;
+    }
     StateBlock block;
     const bool vec = update_vec_layout<input_t>(p, block);
     width_switch(p.width, [&](auto width) {
