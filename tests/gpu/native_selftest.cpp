@@ -135,6 +135,7 @@ struct VarlenCase {
   int vec_bytes = 0;     // channel-last bytes a thread (DELTAKERN_NATIVE_CL_VEC); 0: the plan's
   bool clusters = true;  // DELTAKERN_NATIVE_CLUSTERS=0: channel-last tiles park, the finish pass writes
   int time_staged = -1;  // DELTAKERN_NATIVE_TIME_STAGED: 0 never, 1 wherever whole rows fit; -1 the plan's
+  int time_heads = -1;   // DELTAKERN_NATIVE_TIME_HEADS: staged sequence heads 0 after, 1 before the runs
   int64_t q_shift = 0;   // q[0] > 0: tokens before the first sequence belong to none
   // causal_conv1d_varlen_out: the result goes into a separate out of x's layout, with its own row
   // pitch (out_ld_extra beyond the minimum) and offset (out_offset elements; odd breaks 16-byte
@@ -256,17 +257,19 @@ std::string compare_pool(const HostArray& got, const HostArray& ref) {
 }
 
 std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t stream, bool capture = false) {
-  const bool knobs = c.tile > 0 || c.vec_bytes > 0 || !c.clusters || c.time_staged >= 0;
+  const bool knobs = c.tile > 0 || c.vec_bytes > 0 || !c.clusters || c.time_staged >= 0 || c.time_heads >= 0;
   if (knobs) {
     if (c.tile > 0) setenv("DELTAKERN_NATIVE_TILE", std::to_string(c.tile).c_str(), 1);
     if (c.vec_bytes > 0) setenv("DELTAKERN_NATIVE_CL_VEC", std::to_string(c.vec_bytes).c_str(), 1);
     if (!c.clusters) setenv("DELTAKERN_NATIVE_CLUSTERS", "0", 1);
     if (c.time_staged >= 0) setenv("DELTAKERN_NATIVE_TIME_STAGED", std::to_string(c.time_staged).c_str(), 1);
+    if (c.time_heads >= 0) setenv("DELTAKERN_NATIVE_TIME_HEADS", std::to_string(c.time_heads).c_str(), 1);
     plugin.init();
     unsetenv("DELTAKERN_NATIVE_TILE");
     unsetenv("DELTAKERN_NATIVE_CL_VEC");
     unsetenv("DELTAKERN_NATIVE_CLUSTERS");
     unsetenv("DELTAKERN_NATIVE_TIME_STAGED");
+    unsetenv("DELTAKERN_NATIVE_TIME_HEADS");
   }
   const int64_t B = static_cast<int64_t>(c.lens.size());
   const int64_t lines = B + c.extra_lines;
@@ -762,8 +765,8 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
   // On sm_90 channel-last calls of up to 16 tiles (width 4, S <= 3) run in one cluster (most of
   // the cases above): each of those once more with the tiles parked for the finish pass. Time-
   // contiguous batches of up to 4096 tokens on aligned rows stage whole rows (most of the cases
-  // above): each time-contiguous case once more with staging forced on, and once forced off (the
-  // row walker or the tiles).
+  // above): each time-contiguous case once more with staging forced on, with the sequences' heads
+  // after and before the runs, and once forced off (the row walker or the tiles).
   const size_t n = cases.size();
   for (size_t i = 0; i < n; ++i) {
     if (cases[i].channel_last) {
@@ -775,8 +778,17 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
       for (int staged : {0, 1}) {
         VarlenCase forced = cases[i];
         forced.time_staged = staged;
-        forced.name += staged ? "/staged" : "/not-staged";
-        cases.push_back(forced);
+        if (!staged) {
+          forced.name += "/not-staged";
+          cases.push_back(forced);
+          continue;
+        }
+        for (int heads : {0, 1}) {
+          VarlenCase h = forced;
+          h.time_heads = heads;
+          h.name += heads ? "/staged-heads-first" : "/staged-heads-after";
+          cases.push_back(h);
+        }
       }
     }
   }
@@ -861,6 +873,24 @@ std::vector<UpdateCase> update_cases(bool quick) {
   c.batch = 301;
   c.pad_every = 7;
   add(c, "D8192-batch301-two-rows");
+  // The lean kernel (batch < 16, one token, W 4, S 3, one dtype) in circular mode: every state
+  // layout, padded rows and an out-of-range index, batch 1 at D=8192.
+  for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})
+    for (int lay : {0, 1, 2}) {
+      c = UpdateCase{};
+      c.xdt = c.wdt = c.sdt = xdt;
+      c.state_layout = lay;
+      c.circular = true;
+      c.batch = 15;
+      c.pad_every = 4;
+      c.oor_row = 6;
+      add(c, std::string("lean-circular/") + short_name(xdt) + "/state-layout" + std::to_string(lay));
+    }
+  c = UpdateCase{};
+  c.circular = true;
+  c.D = 8192;
+  c.batch = 1;
+  add(c, "lean-circular/D8192-batch1");
   return cases;
 }
 

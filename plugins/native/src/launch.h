@@ -16,6 +16,7 @@ struct LaunchOptions {
   int cluster_tiles = 0;           // channel-last: the most tiles one cluster holds (0: no clusters)
   int time_staged = -1;  // time-contiguous staged rows: -1 the plan's choice, 0 never, 1 where they fit,
                          // 4..32 that many rows a block where they fit
+  int time_heads = -1;   // time-contiguous staged: -1 the plan's choice, 0 heads after the runs, 1 first
 };
 
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).
@@ -27,6 +28,7 @@ struct VarlenPlan {
   bool row_walker = false;   // time-contiguous: one warp per row, no tiles (varlen_time_walker.cu)
   bool short_rows = false;   // row walker: rows short enough for the half-size chunks
   bool time_staged = false;  // time-contiguous: whole rows staged per block (varlen_time_staged.cu)
+  bool heads_first = false;  // time_staged: each sequence's first outputs before the runs are stored
   int64_t tile_len = 0;
   int32_t ntiles = 1;
   int32_t tail_len = 0;
@@ -75,11 +77,14 @@ int launch_varlen_time_contiguous(const VarlenParams& p, ScalarType dtype, bool 
 int launch_varlen_time_walker(const VarlenParams& p, ScalarType dtype, bool short_rows,
                               const LaunchOptions& o, void* stream);
 int preload_time_walker();
-int launch_varlen_time_staged(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream);
+int launch_varlen_time_staged(const VarlenParams& p, ScalarType dtype, bool heads_first,
+                              const LaunchOptions& o, void* stream);
 int preload_time_staged();
 // Shared memory of a staged block of `rows` rows (launch and plan agree through this), and the
 // most one block takes: two blocks per SM on sm_90.
-int64_t time_staged_smem_bytes(int32_t batch, int32_t rows, int64_t tokens, int esz);
+int64_t time_staged_smem_bytes(int32_t batch, int32_t rows, int64_t tokens, int esz, bool heads_first);
+// Whether a staged call of `batch` sequences computes their first outputs before storing its runs.
+bool time_staged_heads_first(int32_t batch);
 constexpr int64_t kTimeStagedSmemBytes = 112 * 1024;
 int time_staged_threads();
 // The geometry the plan sizes tiles with.

@@ -101,12 +101,14 @@ struct Plugin {
   // DELTAKERN_NATIVE_TIME_STAGED=0|1|4..32: time-contiguous staged rows never / where they fit /
   // that many rows a block where they fit (sweeps)
   int time_staged = -1;
+  int time_heads =
+      -1;  // DELTAKERN_NATIVE_TIME_HEADS=0|1: staged rows' sequence heads after / before the runs
 };
 
 LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
-  return LaunchOptions{plugin.pdl && dev.compute_capability >= 90, dev.sm_count,
-                       plugin.channel_last_vec_bytes, plugin.clusters ? dev.cluster_tiles : 0,
-                       plugin.time_staged};
+  return LaunchOptions{
+      plugin.pdl && dev.compute_capability >= 90, dev.sm_count,       plugin.channel_last_vec_bytes,
+      plugin.clusters ? dev.cluster_tiles : 0,    plugin.time_staged, plugin.time_heads};
 }
 
 std::string cuda_message(const char* what, int err) {
@@ -356,6 +358,8 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
       plugin->clusters = std::string(clusters) != "0";
     if (const char* staged = std::getenv("DELTAKERN_NATIVE_TIME_STAGED"))
       plugin->time_staged = std::max(0, std::atoi(staged));
+    if (const char* heads = std::getenv("DELTAKERN_NATIVE_TIME_HEADS"))
+      plugin->time_heads = std::string(heads) != "0" ? 1 : 0;
     *out = plugin;
   });
 }

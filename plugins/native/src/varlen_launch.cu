@@ -134,9 +134,11 @@ static int channel_last_vec_bytes(int64_t esz, int64_t dim, int64_t tokens) {
 // channels in each prior and state access) whose shared memory fits two blocks per SM and whose
 // grid still gives every SM two blocks; 0 when not even 4 rows fit.
 // forced: a power of two from 4 to 32 (DELTAKERN_NATIVE_TIME_STAGED, sweeps) takes that many rows.
-static int32_t time_staged_rows(const VarlenParams& p, int64_t esz, int64_t sms, int forced) {
+static int32_t time_staged_rows(const VarlenParams& p, int64_t esz, int64_t sms, int forced,
+                                bool heads_first) {
   for (int32_t rows = 32; rows >= 4; rows /= 2)
-    if (time_staged_smem_bytes(p.batch, rows, p.tokens, static_cast<int>(esz)) <= kTimeStagedSmemBytes &&
+    if (time_staged_smem_bytes(p.batch, rows, p.tokens, static_cast<int>(esz), heads_first) <=
+            kTimeStagedSmemBytes &&
         (forced >= 4 ? rows <= forced : ceil_div(p.dim, rows) >= 2 * sms || rows == 4))
       return rows;
   return 0;
@@ -184,10 +186,12 @@ VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_l
   // -> 11.3 / 11.8 / 20.2; at 2k and 4k the walker is faster but for 64 mixed.
   if (!channel_last && tile_tokens == 0 && plan.vectorized && o.time_staged != 0 && p.batch < 65536 &&
       T <= INT32_MAX - 16) {
-    const int32_t rows = time_staged_rows(p, esz, sms, o.time_staged);
+    const bool heads_first = o.time_heads >= 0 ? o.time_heads == 1 : time_staged_heads_first(p.batch);
+    const int32_t rows = time_staged_rows(p, esz, sms, o.time_staged, heads_first);
     const bool pays = T * esz <= 2048 && (p.batch > 1 || D >= 60 * sms);
     if (rows > 0 && (o.time_staged >= 1 || pays)) {
       plan.time_staged = true;
+      plan.heads_first = heads_first;
       plan.rows_per_block = rows;
       plan.tile_len = std::max<int64_t>(T, 1);
       return plan;
@@ -261,7 +265,7 @@ int launch_varlen(VarlenParams p, ScalarType x_dtype, const VarlenPlan& plan, co
   p.rows_per_block = plan.rows_per_block;
   p.clustered = plan.clustered;
   if (plan.row_walker) return launch_varlen_time_walker(p, x_dtype, plan.short_rows, o, stream);
-  if (plan.time_staged) return launch_varlen_time_staged(p, x_dtype, o, stream);
+  if (plan.time_staged) return launch_varlen_time_staged(p, x_dtype, plan.heads_first, o, stream);
   int err = plan.channel_last ? launch_varlen_channel_last(p, x_dtype, plan.vec_bytes, o, stream)
                               : launch_varlen_time_contiguous(p, x_dtype, plan.vectorized, o, stream);
   if (err != cudaSuccess || plan.ntiles == 1 || plan.clustered) return err;

@@ -12,17 +12,23 @@
 //      run (per token where the run holds tokens outside a live sequence);
 //   3. the first three outputs of every sequence again, from its prior, one thread per (sequence,
 //      row); then the new states, from the staged originals and priors.
+// With many sequences (kHeadsFirst) the first three outputs of every sequence are computed in
+// phase 2 instead, into shared memory as each group of rows lands, and join their runs before
+// the runs are stored: phase 3's scattered 2-byte stores were 66% of the call's L2 sectors at 64
+// mixed sequences (ncu, H200, bf16, D = 8192, 1k tokens). It costs each group of rows a barrier
+// and a dependent step, which few sequences do not earn back (time_staged_heads_first).
 // plan_varlen picks it by the batch's shape, which the host knows (tokens, sequences, rows).
 #include "conv1d_common.cuh"
 #include "launch.h"
 
 namespace deltakern::native {
 
-template <typename T_, int kWidth_, bool kSilu_>
+template <typename T_, int kWidth_, bool kSilu_, bool kHeadsFirst_>
 struct TimeStagedTraits {
   using T = T_;
   static constexpr int kWidth = kWidth_;
   static constexpr bool kSilu = kSilu_;
+  static constexpr bool kHeadsFirst = kHeadsFirst_;  // the heads in phase 2, from shared memory
   static constexpr int kNWarps = 8;
   static constexpr int kNThreads = 32 * kNWarps;
   static constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // tokens per run
@@ -38,25 +44,37 @@ struct TimeStagedTraits {
 // function (time_staged_smem_bytes). A row's pitch is 16 bytes over its runs, so that threads of
 // consecutive rows (the per-sequence phases) read different banks.
 struct StagedLayout {
-  int64_t x, run_mask, taps, prior, off, line, init, total;
+  int64_t x, run_mask, head_of, taps, prior, heads, off, line, init, total;
 };
-__host__ __device__ inline StagedLayout staged_layout(int32_t batch, int32_t rows, int64_t tokens, int esz) {
+__host__ __device__ inline StagedLayout staged_layout(int32_t batch, int32_t rows, int64_t tokens, int esz,
+                                                      bool heads_first) {
   const int64_t runs = (tokens * esz + 15) / 16;
+  const int64_t heads_bytes =
+      heads_first ? (static_cast<int64_t>(batch) * kHalo * rows * esz + 15) / 16 * 16 : 0;
   StagedLayout l{};
   l.x = 0;                                                              // rows x (runs + 1) x 16 bytes
   l.run_mask = l.x + rows * (runs + 1) * 16;                            // uint32 per run
-  l.taps = l.run_mask + runs * 4;                                       // ChannelTaps per row
+  l.head_of = l.run_mask + runs * 4;                                    // heads first: int32 per token
+  l.taps = l.head_of + (heads_first ? runs * (16 / esz) * 4 : 0);       // ChannelTaps per row
   l.prior = l.taps + rows * static_cast<int64_t>(sizeof(ChannelTaps));  // float [batch][rows][3]
-  l.off = l.prior + static_cast<int64_t>(batch) * rows * kHalo * 4;     // int32 [batch + 1]
-  l.line = l.off + (static_cast<int64_t>(batch) + 1) * 4;               // int32 [batch]
-  l.init = l.line + static_cast<int64_t>(batch) * 4;                    // uint8 [batch]
+  l.heads =
+      l.prior + static_cast<int64_t>(batch) * rows * kHalo * 4;  // heads first: x's dtype [batch][3][rows]
+  l.off = l.heads + heads_bytes;                                 // int32 [batch + 1]
+  l.line = l.off + (static_cast<int64_t>(batch) + 1) * 4;        // int32 [batch]
+  l.init = l.line + static_cast<int64_t>(batch) * 4;             // uint8 [batch]
   l.total = (l.init + batch + 15) / 16 * 16;
   return l;
 }
 
-int64_t time_staged_smem_bytes(int32_t batch, int32_t rows, int64_t tokens, int esz) {
-  return staged_layout(batch, rows, tokens, esz).total;
+int64_t time_staged_smem_bytes(int32_t batch, int32_t rows, int64_t tokens, int esz, bool heads_first) {
+  return staged_layout(batch, rows, tokens, esz, heads_first).total;
 }
+
+// H100, bf16, graph replay, 1k tokens, heads after -> first, 1 / 8 equal / 16 / 24 / 32 / 48 / 64
+// mixed sequences: D = 8192 19.5 / 20.6 / 24.0 / 26.0 / 29.5 / 34.9 / 41.5 -> 21.2 / 23.0 / 24.0 /
+// 25.0 / 25.8 / 29.1 / 31.4 us, D = 4096 11.0 / 12.3 / 13.9 / 15.5 / 16.7 / 19.1 / 21.0 -> 11.0 /
+// 14.5 / 14.9 / 15.4 / 16.0 / 17.1 / 18.2.
+bool time_staged_heads_first(int32_t batch) { return batch >= 24; }
 
 template <typename Kt>
 __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(const VarlenParams p) {
@@ -70,11 +88,13 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ uint64_t landed[kStages];                  // sm_90: one barrier per group of rows
   const int32_t R = p.rows_per_block, batch = p.batch;  // R: a power of two (plan_varlen)
-  const StagedLayout L = staged_layout(batch, R, p.tokens, sizeof(T));
+  const StagedLayout L = staged_layout(batch, R, p.tokens, sizeof(T), Kt::kHeadsFirst);
   T* const xs = reinterpret_cast<T*>(smem + L.x);
   uint32_t* const run_mask = reinterpret_cast<uint32_t*>(smem + L.run_mask);
+  int32_t* const head_of = reinterpret_cast<int32_t*>(smem + L.head_of);
   ChannelTaps* const taps_s = reinterpret_cast<ChannelTaps*>(smem + L.taps);
   float* const prior_s = reinterpret_cast<float*>(smem + L.prior);
+  T* const heads_s = reinterpret_cast<T*>(smem + L.heads);
   int32_t* const off_s = reinterpret_cast<int32_t*>(smem + L.off);
   int32_t* const line_s = reinterpret_cast<int32_t*>(smem + L.line);
   uint8_t* const init_s = smem + L.init;
@@ -160,7 +180,9 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
   for (int32_t r = tid; r < rows; r += kThreads) taps_s[r] = load_taps(p.conv, d0 + r);
   __syncthreads();
 
-  // 1. Per run (the same for every row): which of its tokens lie in a live sequence. Then the priors: (row,
+  // 1. Per run (the same for every row): which of its tokens lie in a live sequence (bits 0-15 of
+  // run_mask; heads first: bits 16-31 mark one of a sequence's first three, head_of[t] = b * 3 + j
+  // for the token t = s0 + j of sequence b). Then the priors: (row,
   // sequence, position) with the row fastest, so that a warp's loads of one position cover consecutive
   // channels.
   for (int32_t k = tid; k < runs; k += kThreads) {
@@ -173,13 +195,19 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
       else
         lo = mid + 1;
     }
-    uint32_t live = 0;
+    uint32_t live = 0, head = 0;
     for (int i = 0; i < kVec; ++i) {
       const int32_t t = u + i;
       while (lo < batch && off_s[lo + 1] <= t) ++lo;
-      if (t < T_len && lo < batch && t >= off_s[lo] && line_s[lo] >= 0) live |= 1u << i;
+      if (t < T_len && lo < batch && t >= off_s[lo] && line_s[lo] >= 0) {
+        live |= 1u << i;
+        if (Kt::kHeadsFirst && t - off_s[lo] < kHalo) {
+          head |= 1u << i;
+          head_of[t] = lo * kHalo + (t - off_s[lo]);
+        }
+      }
     }
-    run_mask[k] = live;
+    run_mask[k] = live | head << 16;
   }
   const StateView& st = p.state;
   const int r_mine = tid % R;  // the per-(sequence, row) phases: kThreads is a multiple of R
@@ -215,6 +243,26 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
     const int32_t r_begin = stage * stage_rows, r_end = min(rows, r_begin + stage_rows);
     if (r_begin >= r_end) break;
     if constexpr (kBulk) barrier_wait(&landed[stage], 0);
+    if constexpr (Kt::kHeadsFirst) {
+      // The group's heads into heads_s, one thread per (sequence, row).
+      const int32_t group_rows = r_end - r_begin;
+      for (int32_t i = tid; i < batch * group_rows; i += kThreads) {
+        const int32_t b = i / group_rows, r = r_begin + (i - b * group_rows);
+        const int32_t s0 = off_s[b], len = max(0, off_s[b + 1] - s0);
+        if (line_s[b] < 0 || len == 0) continue;
+        const float* prior = prior_s + (static_cast<int64_t>(b) * R + r) * kHalo;
+        const T* const xr = s_row(r);
+        const ChannelTaps taps = taps_s[r];
+        const float p0 = prior[0], p1 = prior[1], p2 = prior[2];
+        const float x0 = to_float(xr[s0]), x1 = len > 1 ? to_float(xr[s0 + 1]) : 0.f,
+                    x2 = len > 2 ? to_float(xr[s0 + 2]) : 0.f;
+        T* const h = heads_s + static_cast<int64_t>(b) * kHalo * R + r;
+        h[0] = from_float<T>(conv_point<T>(taps, first_tap, p0, p1, p2, x0, Kt::kSilu));
+        if (len > 1) h[R] = from_float<T>(conv_point<T>(taps, first_tap, p1, p2, x0, x1, Kt::kSilu));
+        if (len > 2) h[2 * R] = from_float<T>(conv_point<T>(taps, first_tap, p2, x0, x1, x2, Kt::kSilu));
+      }
+      __syncthreads();
+    }
     for (int32_t item = r_begin * groups_per_row + warp; item < r_end * groups_per_row; item += Kt::kNWarps) {
       const int32_t r = item / groups_per_row;
       const int32_t k = (item - r * groups_per_row) * 32 + lane;
@@ -229,7 +277,7 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
         const float prev = __shfl_sync(kFull, to_float(cur.e[kVec - kHalo + i]), (lane + 31) & 31);
         w[i] = lane != 0 ? prev : (k > 0 ? to_float(xr[k * kVec - kHalo + i]) : 0.f);
       }
-      const uint32_t mask = in_row ? run_mask[k] : 0u;
+      const uint32_t bits = in_row ? run_mask[k] : 0u, mask = bits & 0xffffu, head = bits >> 16;
       if (mask == 0) continue;
       float outs[kVec];
 #pragma unroll
@@ -242,6 +290,10 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
       }
       Pack res;
       round_into(res.e, outs);
+      if (Kt::kHeadsFirst && head != 0)
+#pragma unroll
+        for (int i = 0; i < kVec; ++i)
+          if ((head >> i) & 1u) res.e[i] = heads_s[head_of[k * kVec + i] * R + r];
       T* const dst = out + (d0 + r) * p.out_chan_stride + k * kVec;
       if (mask == kAllLive) {
         *reinterpret_cast<Vec*>(dst) = res.v;
@@ -252,15 +304,16 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
       }
     }
   }
-  __syncthreads();  // the raw outputs are stored before the heads overwrite them
+  if constexpr (!Kt::kHeadsFirst)
+    __syncthreads();  // the raw outputs are stored before the heads overwrite them
 
-  // 3. Per (sequence, row), rows fastest: the first three outputs again, reading the prior for the
-  // positions before the start; then the new state, s[j] = e[len + j] with e = concat(prior, the
-  // sequence's originals). Ascending j reads the old entry len + j > j (from the pool where it
-  // lies before the staged priors) before it is overwritten. Recomputing the heads in phase 2,
-  // where the run is in registers, made every shape 15-30% slower (H200, bf16, D = 8192, 1k), and
-  // these scattered 2-byte stores are what 64 short sequences still cost (ncu: 66% of the call's
-  // L2 sectors are partial).
+  // 3. Per (sequence, row), rows fastest: the first three outputs again (unless phase 2 stored
+  // them), reading the prior for the positions before the start; then the new state, s[j] =
+  // e[len + j] with e = concat(prior, the sequence's originals). Ascending j reads the old entry
+  // len + j > j (from the pool where it lies before the staged priors) before it is overwritten.
+  // Recomputing the heads in phase 2 in the lane that holds the run, from the prior, made every
+  // shape 15-30% slower (H200, bf16, D = 8192, 1k; again 2026-12-06 on an H100: 1 / 8 equal / 64
+  // mixed sequences 19.7 / 20.8 / 42.3 -> 26.7 / 28.9 / 39.8 us).
   if (r_mine < rows) {
     const T* const xr = s_row(r_mine);
     T* const out_row = out + chan_mine * p.out_chan_stride;
@@ -271,13 +324,17 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
       const bool init = init_s[b] != 0;
       if (line < 0) continue;  // skipped
       const float* prior = prior_s + (static_cast<int64_t>(b) * R + r_mine) * kHalo;
-      // The three outputs from six shared loads, as the walker's repair does.
-      const float p0 = prior[0], p1 = prior[1], p2 = prior[2];
-      const float x0 = len > 0 ? to_float(xr[s0]) : 0.f, x1 = len > 1 ? to_float(xr[s0 + 1]) : 0.f,
-                  x2 = len > 2 ? to_float(xr[s0 + 2]) : 0.f;
-      if (len > 0) out_row[s0] = from_float<T>(conv_point<T>(taps, first_tap, p0, p1, p2, x0, Kt::kSilu));
-      if (len > 1) out_row[s0 + 1] = from_float<T>(conv_point<T>(taps, first_tap, p1, p2, x0, x1, Kt::kSilu));
-      if (len > 2) out_row[s0 + 2] = from_float<T>(conv_point<T>(taps, first_tap, p2, x0, x1, x2, Kt::kSilu));
+      if constexpr (!Kt::kHeadsFirst) {
+        // The three outputs from six shared loads, as the walker's repair does.
+        const float p0 = prior[0], p1 = prior[1], p2 = prior[2];
+        const float x0 = len > 0 ? to_float(xr[s0]) : 0.f, x1 = len > 1 ? to_float(xr[s0 + 1]) : 0.f,
+                    x2 = len > 2 ? to_float(xr[s0 + 2]) : 0.f;
+        if (len > 0) out_row[s0] = from_float<T>(conv_point<T>(taps, first_tap, p0, p1, p2, x0, Kt::kSilu));
+        if (len > 1)
+          out_row[s0 + 1] = from_float<T>(conv_point<T>(taps, first_tap, p1, p2, x0, x1, Kt::kSilu));
+        if (len > 2)
+          out_row[s0 + 2] = from_float<T>(conv_point<T>(taps, first_tap, p2, x0, x1, x2, Kt::kSilu));
+      }
       if (len == 0 && init) continue;  // an empty sequence keeps its prior
       for (int32_t j = 0; j < st.len; ++j) {
         const int32_t i = len + j;  // e index: < S in the prior
@@ -297,11 +354,11 @@ __global__ void __launch_bounds__(Kt::kNThreads, 2) varlen_time_staged_kernel(co
   allow_next_grid();
 }
 
-// (x dtype, width, silu); vector rows only (plan_varlen).
+// (x dtype, width, silu, heads first); vector rows only (plan_varlen).
 struct TimeStaged {
-  using Configs = native::Configs<Dtypes, Widths, Bools>;
-  static auto traits(auto dtype, auto width, auto silu) {
-    return std::type_identity<TimeStagedTraits<element_t<dtype()>, width(), silu()>>{};
+  using Configs = native::Configs<Dtypes, Widths, Bools, Bools>;
+  static auto traits(auto dtype, auto width, auto silu, auto heads_first) {
+    return std::type_identity<TimeStagedTraits<element_t<dtype()>, width(), silu(), heads_first()>>{};
   }
   template <typename Kt>
   static auto kernel() {
@@ -309,7 +366,7 @@ struct TimeStaged {
   }
 };
 
-int time_staged_threads() { return TimeStagedTraits<float, 4, false>::kNThreads; }
+int time_staged_threads() { return TimeStagedTraits<float, 4, false, false>::kNThreads; }
 
 // Every instantiation may take up to kTimeStagedSmemBytes of dynamic shared memory, with the most
 // shared memory the SM can give.
@@ -327,19 +384,20 @@ int preload_time_staged() {
   });
 }
 
-int launch_varlen_time_staged(const VarlenParams& p, ScalarType dtype, const LaunchOptions& o, void* stream) {
+int launch_varlen_time_staged(const VarlenParams& p, ScalarType dtype, bool heads_first,
+                              const LaunchOptions& o, void* stream) {
   return with_instantiation<TimeStaged>(
       [&](auto traits, auto kernel) {
         using Kt = typename decltype(traits)::type;
         const int64_t smem =
-            time_staged_smem_bytes(p.batch, p.rows_per_block, p.tokens, sizeof(typename Kt::T));
+            time_staged_smem_bytes(p.batch, p.rows_per_block, p.tokens, sizeof(typename Kt::T), heads_first);
         if (smem > kTimeStagedSmemBytes || Kt::kNThreads % p.rows_per_block != 0)
           return cudaErrorInvalidValue;
         const int64_t blocks = (p.dim + p.rows_per_block - 1) / p.rows_per_block;
         return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(Kt::kNThreads),
                              static_cast<size_t>(smem), static_cast<cudaStream_t>(stream), o.pdl, p);
       },
-      dtype, p.conv.width, p.conv.silu);
+      dtype, p.conv.width, p.conv.silu, heads_first);
 }
 
 }  // namespace deltakern::native
