@@ -15,6 +15,7 @@
 //
 //   bench_gpu [--out results.md] [--quick] [--backends native,portable] [--only varlen|update|serving|eager]
 //             [--dims 8192,4096] [--tokens 8192,32768] [--layouts time,channel-last]   (varlen sweeps)
+//             [--mixed 16,32]   (serving: prefill mixes of that many random lengths, beside the three)
 #include <deltakern/deltakern.hpp>
 #include <deltakern/runtime.hpp>
 
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
   std::string out_path;
   bool quick = false;
   std::string only;  // one section, for profiling runs
-  std::vector<int64_t> dims, tokens;
+  std::vector<int64_t> dims, tokens, extra_mixed;
   std::string layouts = "time,channel-last";
   std::vector<std::string> names = {"native", "portable"};
   for (int i = 1; i < argc; ++i) {
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     if (a == "--dims" && i + 1 < argc) dims = int_list(argv[++i]);
     if (a == "--tokens" && i + 1 < argc) tokens = int_list(argv[++i]);
     if (a == "--layouts" && i + 1 < argc) layouts = argv[++i];
+    if (a == "--mixed" && i + 1 < argc) extra_mixed = int_list(argv[++i]);
     if (a == "--backends" && i + 1 < argc) {
       names.clear();
       std::stringstream ss(argv[++i]);
@@ -307,7 +309,7 @@ int main(int argc, char** argv) {
       for (auto& [n, us] : us_of) std::printf("  %s %7.2f us", n.c_str(), us);
       std::printf("\n");
     }
-    if (section("serving")) serving_rows(backends, stream, ev, rng, ceiling_gbs, rows);
+    if (section("serving")) serving_rows(backends, stream, ev, rng, ceiling_gbs, extra_mixed, rows);
     // The floor under every host time above and below: one bare kernel launch on this machine.
     rows.push_back({"host time", "bare empty-kernel launch (floor)", "-", "cuda",
                     median_host_us(stream, [&] { DKGPU_CHECK(dkgpu_launch_empty(stream)); }), 0, 0});

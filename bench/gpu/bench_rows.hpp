@@ -82,8 +82,9 @@ inline void native_over_portable(std::vector<Row>& rows) {
 // as vLLM and SGLang keep it), random distinct cache lines and random initial-state flags, against
 // a same-size device copy replayed the same way; and decode (one token, D 8192, batch 1 to 1024)
 // on a pool of max(256, batch) lines in both state layouts, compact and dim-contiguous, against the
-// 1 GiB copy's rate `ceiling_gbs`.
+// 1 GiB copy's rate `ceiling_gbs`. extra_mixed: more prefill mixes, of that many random lengths
+// (after the three above, so their inputs stay the same).
 void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
-                  double ceiling_gbs, std::vector<Row>& rows);
+                  double ceiling_gbs, const std::vector<int64_t>& extra_mixed, std::vector<Row>& rows);
 
 }  // namespace dkgpu

@@ -136,5 +136,6 @@ struct EventTimer {
 };
 
 using deltakern::bench::batch_lengths;  // the batch mixes, shared with the CPU benchmark
+using deltakern::bench::mixed_lengths;
 
 }  // namespace dkgpu

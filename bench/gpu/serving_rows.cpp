@@ -38,7 +38,7 @@ DeviceBuffer upload(const void* host, size_t bytes) {
 }
 
 void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev, std::mt19937_64& rng,
-                  std::vector<Row>& rows) {
+                  const std::vector<int64_t>& extra_mixed, std::vector<Row>& rows) {
   const DLDataType bf16 = to_dl(ScalarType::bf16), i32 = to_dl(ScalarType::i32), u8 = to_dl(ScalarType::u8);
   for (const int64_t D : {8192, 4096})
     for (const int64_t T : {1024, 8192}) {
@@ -66,8 +66,9 @@ void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev
       std::snprintf(size, sizeof size, "D=%ld T=%ldk", static_cast<long>(D), static_cast<long>(T / 1024));
       rows.push_back({"copy (graph)", size, "-", "cuda", copy_us, copy_gbs, 100.0});
 
-      for (int pattern : {0, 1, 2}) {
-        const std::vector<int64_t> lens = batch_lengths(T, pattern, rng);
+      for (size_t pattern = 0; pattern < 3 + extra_mixed.size(); ++pattern) {
+        const std::vector<int64_t> lens = pattern < 3 ? batch_lengths(T, static_cast<int>(pattern), rng)
+                                                      : mixed_lengths(T, extra_mixed[pattern - 3], rng);
         const int64_t B = static_cast<int64_t>(lens.size());
         std::vector<int32_t> starts = {0};
         for (auto l : lens) starts.push_back(starts.back() + static_cast<int32_t>(l));
@@ -80,10 +81,12 @@ void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev
             fv(flags.get(), 0, u8, {B}, {1});
         const double bytes = 2.0 * x_bytes + 2.0 * B * D * kStateLen * 2;  // x in, out, states in + out
         char shape[64];
-        std::snprintf(shape, sizeof shape, "%s %s", size,
-                      pattern == 0   ? "1 seq"
-                      : pattern == 1 ? "8 eq"
-                                     : "64 mixed");
+        if (pattern == 0)
+          std::snprintf(shape, sizeof shape, "%s 1 seq", size);
+        else if (pattern == 1)
+          std::snprintf(shape, sizeof shape, "%s 8 eq", size);
+        else
+          std::snprintf(shape, sizeof shape, "%s %ld mixed", size, static_cast<long>(B));
         for (const bool channel_last : {false, true}) {
           std::vector<View> xv;
           for (auto& b : xs)
@@ -200,8 +203,8 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
 }  // namespace
 
 void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
-                  double ceiling_gbs, std::vector<Row>& rows) {
-  prefill_rows(backends, stream, ev, rng, rows);
+                  double ceiling_gbs, const std::vector<int64_t>& extra_mixed, std::vector<Row>& rows) {
+  prefill_rows(backends, stream, ev, rng, extra_mixed, rows);
   decode_rows(backends, stream, ev, rng, ceiling_gbs, rows);
 }
 
