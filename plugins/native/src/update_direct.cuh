@@ -5,6 +5,8 @@
 // everything but the row's index compile-time.
 #pragma once
 
+#include <deltakern/plugin_sdk_cuda_ring.cuh>
+
 #include <algorithm>
 
 #include "conv1d_common.cuh"
@@ -160,18 +162,8 @@ __global__ void __launch_bounds__(Kt::kNThreads) update_lean_kernel(const Update
   float s[kS];
 #pragma unroll
   for (int j = 0; j < kS; ++j) s[j] = to_float(row[j * st.pos_stride]);
-  // The history, oldest first: the row as it lies, or the ring from `slot` on (selected among
-  // compile-time indices, so that s stays in registers).
-  float h[kS];
-#pragma unroll
-  for (int j = 0; j < kS; ++j) {
-    h[j] = s[j];
-    if constexpr (Kt::kCircular) {
-#pragma unroll
-      for (int m = 1; m < kS; ++m)
-        if (slot == m) h[j] = s[(j + m) % kS];
-    }
-  }
+  float h[kS];  // the history, oldest first: the row as it lies (slot 0), or the ring from `slot` on
+  plugin::cuda::ring_oldest_first(s, slot, h);
   *outr = from_float<T>(conv_point<T>(taps, 0, h[0], h[1], h[2], xv, conv.silu));
   if constexpr (Kt::kCircular) {
     row[slot * st.pos_stride] = from_float<T>(xv);

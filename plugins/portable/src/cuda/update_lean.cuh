@@ -11,7 +11,11 @@
 
 #include "common.cuh"
 
+#include <deltakern/plugin_sdk_cuda_ring.cuh>
+
 namespace deltakern::portable::cuda {
+
+using ::deltakern::plugin::cuda::ring_oldest_first;  // deltakern/plugin_sdk_cuda_ring.cuh
 
 template <typename input_t_, bool kCircular_>
 struct UpdateLeanTraits {
@@ -68,18 +72,8 @@ __global__ __launch_bounds__(Ktraits::kNThreads) void update_lean_kernel(UpdateP
   float s[kS];
 #pragma unroll
   for (int j = 0; j < kS; ++j) s[j] = to_float(row[j * params.state_s_stride]);
-  // The history, oldest first: shift mode's row as it lies; circular mode's ring from `slot` on
-  // (selected among compile-time indices, so that s stays in registers).
-  float h[kS];
-#pragma unroll
-  for (int j = 0; j < kS; ++j) {
-    h[j] = s[j];
-    if constexpr (Ktraits::kCircular) {
-#pragma unroll
-      for (int m = 1; m < kS; ++m)
-        if (slot == m) h[j] = s[(j + m) % kS];
-    }
-  }
+  float h[kS];  // the history, oldest first: shift mode's row as it lies (slot 0), or the ring from `slot` on
+  ring_oldest_first(s, slot, h);
   // Same order of summation as update_kernel and the prefill kernels.
   float acc = bias;
 #pragma unroll
