@@ -388,6 +388,7 @@ struct UpdateCase {
   int pad_every = 0;
   int oor_row = -1;
   bool bias = true, silu = true;
+  int rows = 0;  // DELTAKERN_NATIVE_UPDATE_ROWS: rows a block of the 16-byte kernel; 0: the launcher's
   // causal_conv1d_update_out: the result goes into a separate out of x's shape and layout with
   // its own strides: the contiguous dimension's neighbour (channel pitch Tq + out_pitch_extra
   // where x is time-contiguous, time pitch D + out_pitch_extra where it is channel-last), the
@@ -428,7 +429,7 @@ void update_reference(const UpdateCase& c, const std::vector<int32_t>& idx,
   write_states(r.states(), r.line_live(), pool, states);
 }
 
-std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
+std::string run_update_case_once(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture) {
   const int64_t lines = c.batch + 3;
   Pool pool(c.sdt, lines, c.D, c.S, c.state_layout);
   Weights wts(c.wdt, c.wdt, c.D, c.W, c.bias, c.silu);
@@ -530,6 +531,18 @@ std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t st
   const uint32_t flags = plugin.check_errors(stream);
   if (problem.empty() && (c.oor_row >= 0) != ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0))
     problem = "error word " + std::to_string(flags);
+  return problem;
+}
+
+// With a knob (rows), the plugin is initialized with it for this case and back without it after.
+std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
+  if (c.rows > 0) {
+    setenv("DELTAKERN_NATIVE_UPDATE_ROWS", std::to_string(c.rows).c_str(), 1);
+    plugin.init();
+    unsetenv("DELTAKERN_NATIVE_UPDATE_ROWS");
+  }
+  const std::string problem = run_update_case_once(plugin, c, stream, capture);
+  if (c.rows > 0) plugin.init();
   return problem;
 }
 
@@ -873,6 +886,21 @@ std::vector<UpdateCase> update_cases(bool quick) {
   c.batch = 301;
   c.pad_every = 7;
   add(c, "D8192-batch301-two-rows");
+  // Blocks of 3 and 5 rows: two rows in flight, then one alone; both layouts the 16-byte kernel
+  // serves, both modes.
+  for (const int rows : {3, 5})
+    for (int lay : {0, 1})
+      for (const bool circular : {false, true}) {
+        c = UpdateCase{};
+        c.D = 1024;
+        c.batch = 301;
+        c.pad_every = 7;
+        c.state_layout = lay;
+        c.circular = circular;
+        c.rows = rows;
+        add(c, "rows" + std::to_string(rows) + "/state-layout" + std::to_string(lay) +
+                   (circular ? "/circular" : ""));
+      }
   // The lean kernel (batch < 16, one token, W 4, S 3, one dtype) in circular mode: every state
   // layout, padded rows and an out-of-range index, batch 1 at D=8192.
   for (ScalarType xdt : {ScalarType::f32, ScalarType::f16, ScalarType::bf16})

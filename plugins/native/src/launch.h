@@ -17,6 +17,7 @@ struct LaunchOptions {
   int time_staged = -1;  // time-contiguous staged rows: -1 the plan's choice, 0 never, 1 where they fit,
                          // 4..32 that many rows a block where they fit
   int time_heads = -1;   // time-contiguous staged: -1 the plan's choice, 0 heads after the runs, 1 first
+  int update_rows = 0;   // rows a block of the 16-byte decode kernel; 0: the launcher's choice
 };
 
 // How one varlen call is tiled, and the scratch it needs (none when ntiles == 1).

@@ -103,12 +103,17 @@ struct Plugin {
   int time_staged = -1;
   int time_heads =
       -1;  // DELTAKERN_NATIVE_TIME_HEADS=0|1: staged rows' sequence heads after / before the runs
+  int update_rows = 0;  // DELTAKERN_NATIVE_UPDATE_ROWS: rows a block of the 16-byte decode kernel (sweeps)
 };
 
 LaunchOptions launch_options(const Plugin& plugin, const DeviceInfo& dev) {
-  return LaunchOptions{
-      plugin.pdl && dev.compute_capability >= 90, dev.sm_count,       plugin.channel_last_vec_bytes,
-      plugin.clusters ? dev.cluster_tiles : 0,    plugin.time_staged, plugin.time_heads};
+  return LaunchOptions{plugin.pdl && dev.compute_capability >= 90,
+                       dev.sm_count,
+                       plugin.channel_last_vec_bytes,
+                       plugin.clusters ? dev.cluster_tiles : 0,
+                       plugin.time_staged,
+                       plugin.time_heads,
+                       plugin.update_rows};
 }
 
 std::string cuda_message(const char* what, int err) {
@@ -360,6 +365,8 @@ int32_t plugin_init(const dk_host* host, void** out, char* error, size_t error_s
       plugin->time_staged = std::max(0, std::atoi(staged));
     if (const char* heads = std::getenv("DELTAKERN_NATIVE_TIME_HEADS"))
       plugin->time_heads = std::string(heads) != "0" ? 1 : 0;
+    if (const char* rows = std::getenv("DELTAKERN_NATIVE_UPDATE_ROWS"))
+      plugin->update_rows = std::max(0, std::atoi(rows));
     *out = plugin;
   });
 }
