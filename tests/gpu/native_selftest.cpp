@@ -20,6 +20,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_util.hpp"
@@ -256,21 +257,36 @@ std::string compare_pool(const HostArray& got, const HostArray& ref) {
   return {};
 }
 
-std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t stream, bool capture = false) {
-  const bool knobs = c.tile > 0 || c.vec_bytes > 0 || !c.clusters || c.time_staged >= 0 || c.time_heads >= 0;
-  if (knobs) {
-    if (c.tile > 0) setenv("DELTAKERN_NATIVE_TILE", std::to_string(c.tile).c_str(), 1);
-    if (c.vec_bytes > 0) setenv("DELTAKERN_NATIVE_CL_VEC", std::to_string(c.vec_bytes).c_str(), 1);
-    if (!c.clusters) setenv("DELTAKERN_NATIVE_CLUSTERS", "0", 1);
-    if (c.time_staged >= 0) setenv("DELTAKERN_NATIVE_TIME_STAGED", std::to_string(c.time_staged).c_str(), 1);
-    if (c.time_heads >= 0) setenv("DELTAKERN_NATIVE_TIME_HEADS", std::to_string(c.time_heads).c_str(), 1);
-    plugin.init();
-    unsetenv("DELTAKERN_NATIVE_TILE");
-    unsetenv("DELTAKERN_NATIVE_CL_VEC");
-    unsetenv("DELTAKERN_NATIVE_CLUSTERS");
-    unsetenv("DELTAKERN_NATIVE_TIME_STAGED");
-    unsetenv("DELTAKERN_NATIVE_TIME_HEADS");
+// Plugin knobs (DELTAKERN_NATIVE_*) for one case: the plugin is initialized with them, and again
+// without them when the case ends. No knobs, no reinitialization.
+class KnobScope {
+ public:
+  KnobScope(Plugin& plugin, const std::vector<std::pair<const char*, std::string>>& knobs)
+      : plugin_(plugin), active_(!knobs.empty()) {
+    if (!active_) return;
+    for (const auto& [name, value] : knobs) setenv(name, value.c_str(), 1);
+    plugin_.init();
+    for (const auto& [name, value] : knobs) unsetenv(name);
   }
+  KnobScope(const KnobScope&) = delete;
+  KnobScope& operator=(const KnobScope&) = delete;
+  ~KnobScope() noexcept(false) {  // a failing init throws to the caller, as it would from the case
+    if (active_) plugin_.init();
+  }
+
+ private:
+  Plugin& plugin_;
+  bool active_;
+};
+
+std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t stream, bool capture = false) {
+  std::vector<std::pair<const char*, std::string>> knobs;
+  if (c.tile > 0) knobs.emplace_back("DELTAKERN_NATIVE_TILE", std::to_string(c.tile));
+  if (c.vec_bytes > 0) knobs.emplace_back("DELTAKERN_NATIVE_CL_VEC", std::to_string(c.vec_bytes));
+  if (!c.clusters) knobs.emplace_back("DELTAKERN_NATIVE_CLUSTERS", "0");
+  if (c.time_staged >= 0) knobs.emplace_back("DELTAKERN_NATIVE_TIME_STAGED", std::to_string(c.time_staged));
+  if (c.time_heads >= 0) knobs.emplace_back("DELTAKERN_NATIVE_TIME_HEADS", std::to_string(c.time_heads));
+  const KnobScope scope(plugin, knobs);
   const int64_t B = static_cast<int64_t>(c.lens.size());
   const int64_t lines = B + c.extra_lines;
   Pool pool(c.sdt, lines, c.D, c.S, c.state_layout);
@@ -368,7 +384,6 @@ std::string run_varlen_case(Plugin& plugin, const VarlenCase& c, cudaStream_t st
     problem = "error word " + std::to_string(flags) + " (an out-of-range index " +
               (c.oor_seq >= 0 ? "was" : "was not") + " given)";
   if (problem.empty() && plugin.check_errors(stream) != 0) problem = "error word not cleared";
-  if (knobs) plugin.init();
   return problem;
 }
 
@@ -429,7 +444,10 @@ void update_reference(const UpdateCase& c, const std::vector<int32_t>& idx,
   write_states(r.states(), r.line_live(), pool, states);
 }
 
-std::string run_update_case_once(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture) {
+std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
+  std::vector<std::pair<const char*, std::string>> knobs;
+  if (c.rows > 0) knobs.emplace_back("DELTAKERN_NATIVE_UPDATE_ROWS", std::to_string(c.rows));
+  const KnobScope scope(plugin, knobs);
   const int64_t lines = c.batch + 3;
   Pool pool(c.sdt, lines, c.D, c.S, c.state_layout);
   Weights wts(c.wdt, c.wdt, c.D, c.W, c.bias, c.silu);
@@ -531,18 +549,6 @@ std::string run_update_case_once(Plugin& plugin, const UpdateCase& c, cudaStream
   const uint32_t flags = plugin.check_errors(stream);
   if (problem.empty() && (c.oor_row >= 0) != ((flags & DK_DEVICE_ERROR_CACHE_INDEX_OUT_OF_RANGE) != 0))
     problem = "error word " + std::to_string(flags);
-  return problem;
-}
-
-// With a knob (rows), the plugin is initialized with it for this case and back without it after.
-std::string run_update_case(Plugin& plugin, const UpdateCase& c, cudaStream_t stream, bool capture = false) {
-  if (c.rows > 0) {
-    setenv("DELTAKERN_NATIVE_UPDATE_ROWS", std::to_string(c.rows).c_str(), 1);
-    plugin.init();
-    unsetenv("DELTAKERN_NATIVE_UPDATE_ROWS");
-  }
-  const std::string problem = run_update_case_once(plugin, c, stream, capture);
-  if (c.rows > 0) plugin.init();
   return problem;
 }
 

@@ -135,15 +135,14 @@ template <typename Kt, typename Kernel>
 cudaError_t launch_update_vec(Kernel kernel, UpdateParams p, const LaunchOptions& o, cudaStream_t stream) {
   const int64_t chan_blocks = (p.dim / Kt::kC + Kt::kNThreads - 1) / Kt::kNThreads;
   // Rows per block: a thread loads its kC channels' taps once for all its rows, and walks its
-  // rows one after the other. H200, D=8192 bf16, graph replay, 1 / 2 / 3 / 16 rows a block: batch
+  // rows kRowsInFlight at a time. H200, D=8192 bf16, graph replay, 1 / 2 / 3 / 16 rows a block: batch
   // 64 4.34 / 4.59 / 5.27 / 15.2 us, batch 256 11.1 / 10.9 / 12.1 / 18.4, batch 1024 38.8 / 36.5 /
   // 36.8 / 39.1 (one row in flight). Two rows once that still leaves about four blocks per SM
   // (more for a batch that would overflow the grid's y extent).
   const int64_t sms = std::max(o.sm_count, 1);
-  const int64_t rows = std::max<int64_t>(o.update_rows > 0                  ? o.update_rows
-                                         : p.batch * chan_blocks >= 8 * sms ? 2
-                                                                            : 1,
-                                         (p.batch + 65534) / 65535);
+  const int64_t planned = p.batch * chan_blocks >= 8 * sms ? 2 : 1;
+  const int64_t rows =
+      std::max<int64_t>(o.update_rows > 0 ? o.update_rows : planned, (p.batch + 65534) / 65535);
   p.rows_per_block = static_cast<int32_t>(rows);
   const int64_t blocks_y = (p.batch + rows - 1) / rows;
   if (blocks_y > 65535) return cudaErrorInvalidValue;
