@@ -892,6 +892,9 @@ std::vector<UpdateCase> update_cases(bool quick) {
   c.batch = 301;
   c.pad_every = 7;
   add(c, "D8192-batch301-two-rows");
+  c.state_layout = 1;  // position-major circular: four rows a block, the last with one
+  c.circular = true;
+  add(c, "D8192-batch301-four-rows-circular");
   // Blocks of 3 and 5 rows: two rows in flight, then one alone; both layouts the 16-byte kernel
   // serves, both modes.
   for (const int rows : {3, 5})
