@@ -17,6 +17,15 @@
 #                               and the markdown table go to $OUT (default ./gpu-results); a
 #                               summary table ends the output. Every step runs under a time limit
 #                               and a failing step does not stop the others.
+#   scripts/gpu-check.sh variant NAME   on the build machine, after pack: keeps the native plugin
+#                               now built in build-gpu/ as a variant, NAME (xz, about 1.4 MB, in
+#                               .carry/variants/; pack keeps them): build one, change a kernel,
+#                               build again, pack, and every build runs in one GPU call.
+#   scripts/gpu-check.sh compare [ROUNDS] [-- BENCH_GPU_ARGS]   on the GPU machine: bench_gpu on
+#                               native (default args: --only serving --backends native) for the
+#                               carried build ("main") and every variant, ROUNDS times (default 2)
+#                               in turn, then one table of every row side by side
+#                               (scripts/bench-compare.py); logs packed in $OUT/compare.tgz.
 #   scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half (python_half()):
 #                               pytest with torch on CUDA, the per-call cost. Pack for it with
 #                               CUDA_RUNTIME=Shared and PY_INCLUDE (that machine's Python headers),
@@ -54,8 +63,13 @@ pack() {
   ninja -C "$build" -j"${JOBS:-2}"
 
   echo "== copy into $carry"
+  local kept
+  kept=$(mktemp -d)
+  [ -d "$carry/variants" ] && mv "$carry/variants" "$kept/"
   rm -rf "$carry"
   mkdir -p "$carry/lib/deps"
+  [ -d "$kept/variants" ] && mv "$kept/variants" "$carry/"
+  rmdir "$kept" 2>/dev/null || rm -rf "$kept"
   cp -a "$build/bin" "$carry/"
   # libdeltakern, the plugins (lib/deltakern/plugins) and the conformance library, as built,
   # and the helpers beside the plugins: the probe (lib/deltakern/deltakern-probe) and the
@@ -379,13 +393,73 @@ pprint.pprint([(p["name"], p["state"], p["path"], [(d["device"], d["available"])
   return $(($? > 0))
 }
 
+# ---------------------------------------------------------------------------- variants
+variant() {
+  local name="${1:-}" build="${BUILD_DIR:-$repo/build-gpu}"
+  [[ "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || die "usage: $0 variant NAME (letters, digits, _ . -)"
+  local so="$build/lib/deltakern/plugins/libdeltakern_native.so"
+  [ -f "$so" ] || die "no native plugin at $so: build it first (ninja -C $build deltakern_native)"
+  mkdir -p "$carry/variants"
+  xz -T2 -3 -c "$so" >"$carry/variants/$name.so.xz" || die "cannot compress $so"
+  echo "variant $name: $(du -h "$carry/variants/$name.so.xz" | cut -f1) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null)$(git -C "$repo" diff --quiet 2>/dev/null || echo '+changes'))"
+}
+
+compare() {
+  local rounds=2
+  if [ $# -gt 0 ] && [ "$1" != "--" ]; then
+    rounds="$1"
+    shift
+  fi
+  [ "${1:-}" = "--" ] && shift
+  local args=("$@")
+  [ ${#args[@]} -gt 0 ] || args=(--only serving --backends native)
+  OUT="${OUT:-$PWD/gpu-results}"
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  [ -x "$carry/bin/bench_gpu" ] || die "no $carry/bin/bench_gpu: pack on the build machine first"
+  link_build_paths
+  local work
+  work=$(mktemp -d)
+  mkdir -p "$work/logs"
+  local names=(main) xzf name
+  for xzf in "$carry"/variants/*.so.xz; do
+    [ -f "$xzf" ] || continue
+    name=$(basename "$xzf" .so.xz)
+    mkdir -p "$work/plugins/$name"
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)'       "$xzf" "$work/plugins/$name/libdeltakern_native.so" || die "cannot unpack $xzf"
+    names+=("$name")
+  done
+  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; rounds: $rounds"
+  local r logs=()
+  for ((r = 1; r <= rounds; r++)); do
+    for name in "${names[@]}"; do
+      local log="$work/logs/$name.r$r.log"
+      if [ "$name" = main ]; then
+        timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
+      else
+        DELTAKERN_PLUGIN_PATH="$work/plugins/$name" timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
+      fi
+      echo "$name round $r: rc $?"
+      logs+=("$log")
+    done
+  done
+  python3 "$repo/scripts/bench-compare.py" "${logs[@]}" | tee "$work/logs/compare.txt"
+  tar -C "$work/logs" -czf "$OUT/compare.tgz" . && rm -rf "$work"
+}
+
 case "${1:-}" in
   pack) pack ;;
+  variant) variant "${2:-}" ;;
+  compare)
+    shift
+    compare "$@"
+    ;;
   python) python_half ;;
   run) run ;;
   tiers) tiers "${2:-full}" ;;
   *)
-    echo "usage: $0 pack|run|tiers [full|large]" >&2
+    echo "usage: $0 pack|variant NAME|run|tiers [full|large]|compare [ROUNDS] [-- ARGS]|python" >&2
     exit 2
     ;;
 esac
