@@ -13,8 +13,10 @@
 //   the part of the ceiling that a kernel moving the bytes and nothing else reaches.
 // Inputs are random and non-zero; buffers rotate so that L2 does not flatter small cases.
 //
-//   bench_gpu [--out results.md] [--quick] [--backends native,portable] [--only varlen|update|serving|eager]
-//             [--dims 8192,4096] [--tokens 8192,32768] [--layouts time,channel-last]   (varlen sweeps)
+//   bench_gpu [--out results.md] [--quick] [--backends native,portable]
+//             [--only varlen|update|serving|serving-prefill|serving-decode|eager]
+//             [--dims 8192,4096] [--tokens 8192,32768]   (varlen sweeps; serving's prefill rows too)
+//             [--layouts time,channel-last]   (varlen sweeps)
 //             [--mixed 16,32]   (serving: prefill mixes of that many random lengths, beside the three)
 #include <deltakern/deltakern.hpp>
 #include <deltakern/runtime.hpp>
@@ -309,7 +311,15 @@ int main(int argc, char** argv) {
       for (auto& [n, us] : us_of) std::printf("  %s %7.2f us", n.c_str(), us);
       std::printf("\n");
     }
-    if (section("serving")) serving_rows(backends, stream, ev, rng, ceiling_gbs, extra_mixed, rows);
+    if (section("serving") || section("serving-prefill") || section("serving-decode")) {
+      dkgpu::ServingShapes shapes;
+      if (!dims.empty()) shapes.dims = dims;
+      if (!tokens.empty()) shapes.tokens = tokens;
+      shapes.extra_mixed = extra_mixed;
+      shapes.prefill = only != "serving-decode";
+      shapes.decode = only != "serving-prefill";
+      serving_rows(backends, stream, ev, rng, ceiling_gbs, shapes, rows);
+    }
     // The floor under every host time above and below: one bare kernel launch on this machine.
     rows.push_back({"host time", "bare empty-kernel launch (floor)", "-", "cuda",
                     median_host_us(stream, [&] { DKGPU_CHECK(dkgpu_launch_empty(stream)); }), 0, 0});

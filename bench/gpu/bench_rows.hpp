@@ -82,9 +82,15 @@ inline void native_over_portable(std::vector<Row>& rows) {
 // as vLLM and SGLang keep it), random distinct cache lines and random initial-state flags, against
 // a same-size device copy replayed the same way; and decode (one token, D 8192, batch 1 to 1024)
 // on a pool of max(256, batch) lines in both state layouts, compact and dim-contiguous, against the
-// 1 GiB copy's rate `ceiling_gbs`. extra_mixed: more prefill mixes, of that many random lengths
-// (after the three above, so their inputs stay the same).
+// 1 GiB copy's rate `ceiling_gbs`.
+struct ServingShapes {
+  std::vector<int64_t> dims = {8192, 4096}, tokens = {1024, 8192};  // the prefill rows'
+  // More prefill mixes, of that many random lengths (after the three above, so their inputs stay
+  // the same).
+  std::vector<int64_t> extra_mixed;
+  bool prefill = true, decode = true;
+};
 void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
-                  double ceiling_gbs, const std::vector<int64_t>& extra_mixed, std::vector<Row>& rows);
+                  double ceiling_gbs, const ServingShapes& shapes, std::vector<Row>& rows);
 
 }  // namespace dkgpu

@@ -38,10 +38,11 @@ DeviceBuffer upload(const void* host, size_t bytes) {
 }
 
 void prefill_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev, std::mt19937_64& rng,
-                  const std::vector<int64_t>& extra_mixed, std::vector<Row>& rows) {
+                  const ServingShapes& shapes, std::vector<Row>& rows) {
   const DLDataType bf16 = to_dl(ScalarType::bf16), i32 = to_dl(ScalarType::i32), u8 = to_dl(ScalarType::u8);
-  for (const int64_t D : {8192, 4096})
-    for (const int64_t T : {1024, 8192}) {
+  const std::vector<int64_t>& extra_mixed = shapes.extra_mixed;
+  for (const int64_t D : shapes.dims)
+    for (const int64_t T : shapes.tokens) {
       const size_t x_bytes = static_cast<size_t>(D * T * 2);
       // Enough buffers that a replay reads from DRAM, not L2 (50 MB on the H200).
       const int nbuf = static_cast<int>(std::clamp<size_t>((size_t{512} << 20) / x_bytes, 2, 16));
@@ -203,9 +204,9 @@ void decode_rows(std::vector<Backend>& backends, cudaStream_t s, EventTimer& ev,
 }  // namespace
 
 void serving_rows(std::vector<Backend>& backends, cudaStream_t stream, EventTimer& ev, std::mt19937_64& rng,
-                  double ceiling_gbs, const std::vector<int64_t>& extra_mixed, std::vector<Row>& rows) {
-  prefill_rows(backends, stream, ev, rng, extra_mixed, rows);
-  decode_rows(backends, stream, ev, rng, ceiling_gbs, rows);
+                  double ceiling_gbs, const ServingShapes& shapes, std::vector<Row>& rows) {
+  if (shapes.prefill) prefill_rows(backends, stream, ev, rng, shapes, rows);
+  if (shapes.decode) decode_rows(backends, stream, ev, rng, ceiling_gbs, rows);
 }
 
 }  // namespace dkgpu
