@@ -143,8 +143,8 @@ cudaError_t launch_update_vec(Kernel kernel, UpdateParams p, const LaunchOptions
   // rows. H100, batch 1024 / 256, 2 -> 4 rows: 39.4 -> 38.0 / 12.2 -> 11.9 us (compact circular,
   // which stores every vector, 49.0 -> 49.2: it keeps two).
   const int64_t sms = std::max(o.sm_count, 1);
-  const bool few_bytes = p.cache_seqlens.data != nullptr && !Kt::kStateChanMajor;
-  const int64_t planned = p.batch * chan_blocks >= 8 * sms ? (few_bytes ? 4 : 2) : 1;
+  const bool stores_one_vector = p.cache_seqlens.data != nullptr && !Kt::kStateChanMajor;
+  const int64_t planned = p.batch * chan_blocks >= 8 * sms ? (stores_one_vector ? 4 : 2) : 1;
   const int64_t rows =
       std::max<int64_t>(o.update_rows > 0 ? o.update_rows : planned, (p.batch + 65534) / 65535);
   p.rows_per_block = static_cast<int32_t>(rows);
