@@ -69,7 +69,7 @@ pack() {
   rm -rf "$carry"
   mkdir -p "$carry/lib/deps"
   [ -d "$kept/variants" ] && mv "$kept/variants" "$carry/"
-  rmdir "$kept" 2>/dev/null || rm -rf "$kept"
+  rm -rf "$kept"
   cp -a "$build/bin" "$carry/"
   # libdeltakern, the plugins (lib/deltakern/plugins) and the conformance library, as built,
   # and the helpers beside the plugins: the probe (lib/deltakern/deltakern-probe) and the
@@ -427,19 +427,17 @@ compare() {
     name=$(basename "$xzf" .so.xz)
     mkdir -p "$work/plugins/$name"
     python3 -c 'import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)'       "$xzf" "$work/plugins/$name/libdeltakern_native.so" || die "cannot unpack $xzf"
+with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
+      "$xzf" "$work/plugins/$name/libdeltakern_native.so" || die "cannot unpack $xzf"
     names+=("$name")
   done
   echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; rounds: $rounds"
   local r logs=()
   for ((r = 1; r <= rounds; r++)); do
     for name in "${names[@]}"; do
-      local log="$work/logs/$name.r$r.log"
-      if [ "$name" = main ]; then
-        timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
-      else
-        DELTAKERN_PLUGIN_PATH="$work/plugins/$name" timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
-      fi
+      local log="$work/logs/$name.r$r.log" plugin_path=()
+      [ "$name" = main ] || plugin_path=("DELTAKERN_PLUGIN_PATH=$work/plugins/$name")
+      env "${plugin_path[@]}" timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
       echo "$name round $r: rc $?"
       logs+=("$log")
     done
