@@ -26,6 +26,14 @@
 #                               carried build ("main") and every variant, ROUNDS times (default 2)
 #                               in turn, then one table of every row side by side
 #                               (scripts/bench-compare.py); logs packed in $OUT/compare.tgz.
+#   scripts/gpu-check.sh profile ROW [VARIANT]   on the GPU machine: Nsight Compute (--set full,
+#                               clocks left alone) on one launch of a native kernel in
+#                               native_kernel_bench's row ROW (e.g. "chl D8192 T1k 64mix"), of the
+#                               carried plugin or of VARIANT's; KERNEL (a regex, default varlen)
+#                               and SKIP (launches skipped first, default 2) pick the launch. Prints
+#                               scripts/ncu-summary.py's tables (instructions by execution count,
+#                               stall reasons, the instructions that stall most); the report and
+#                               its pages in $OUT/profile.tgz.
 #   scripts/gpu-check.sh python on the GPU machine: the Python package's CUDA half (python_half()):
 #                               pytest with torch on CUDA, the per-call cost. Pack for it with
 #                               CUDA_RUNTIME=Shared and PY_INCLUDE (that machine's Python headers),
@@ -446,6 +454,36 @@ with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyf
   tar -C "$work/logs" -czf "$OUT/compare.tgz" . && rm -rf "$work"
 }
 
+profile() {
+  local row="${1:-}" variant="${2:-}"
+  [ -n "$row" ] || die "usage: $0 profile ROW [VARIANT] (ROW: a native_kernel_bench row, e.g. \"chl D8192 T1k 64mix\")"
+  command -v ncu >/dev/null 2>&1 || die "no ncu on this machine"
+  [ -x "$carry/bin/native_kernel_bench" ] || die "no $carry/bin/native_kernel_bench: pack on the build machine first"
+  OUT="${OUT:-$PWD/gpu-results}"
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  link_build_paths
+  [ -z "$variant" ] || [ -f "$carry/variants/$variant.so.xz" ] || die "no variant $variant in $carry/variants"
+  local work plugin="$carry/lib/deltakern/plugins/libdeltakern_native.so"
+  work=$(mktemp -d)
+  if [ -n "$variant" ]; then
+    mkdir -p "$work/plugin"
+    plugin="$work/plugin/libdeltakern_native.so"
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
+      "$carry/variants/$variant.so.xz" "$plugin" || die "cannot unpack $variant"
+  fi
+  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); row: $row; plugin: ${variant:-main}"
+  timeout 300 ncu --clock-control none --set full -k "regex:${KERNEL:-varlen}" --launch-skip "${SKIP:-2}" \
+    --launch-count 1 -f -o "$work/profile" "$carry/bin/native_kernel_bench" "$plugin" --filter "$row" --iters 3 \
+    >"$work/ncu.log" 2>&1 || { tail -20 "$work/ncu.log"; die "ncu failed"; }
+  ncu -i "$work/profile.ncu-rep" --page details >"$work/details.txt" 2>&1
+  ncu -i "$work/profile.ncu-rep" --page source --csv --print-source sass >"$work/source.csv" 2>&1
+  grep -E "^  [a-z].*\(|Duration|Registers Per Thread|Issued Warp Per Scheduler|Active Warps Per Scheduler" "$work/details.txt"
+  python3 "$repo/scripts/ncu-summary.py" "$work/source.csv" | tee "$work/summary.txt"
+  tar -C "$work" --exclude=./plugin -czf "$OUT/profile.tgz" . && rm -rf "$work"
+}
+
 case "${1:-}" in
   pack) pack ;;
   variant) variant "${2:-}" ;;
@@ -453,11 +491,12 @@ case "${1:-}" in
     shift
     compare "$@"
     ;;
+  profile) profile "${2:-}" "${3:-}" ;;
   python) python_half ;;
   run) run ;;
   tiers) tiers "${2:-full}" ;;
   *)
-    echo "usage: $0 pack|variant NAME|run|tiers [full|large]|compare [ROUNDS] [-- ARGS]|python" >&2
+    echo "usage: $0 pack|variant NAME|run|tiers [full|large]|compare [ROUNDS] [-- ARGS]|profile ROW [VARIANT]|python" >&2
     exit 2
     ;;
 esac
