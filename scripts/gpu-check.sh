@@ -412,6 +412,13 @@ variant() {
   echo "variant $name: $(du -h "$carry/variants/$name.so.xz" | cut -f1) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null)$(git -C "$repo" diff --quiet 2>/dev/null || echo '+changes'))"
 }
 
+# A variant's plugin (xz), unpacked with Python's lzma: the GPU machine needs no xz tool.
+unpack_variant() {
+  python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
+    "$1" "$2" || die "cannot unpack $1"
+}
+
 compare() {
   local rounds=2
   if [ $# -gt 0 ] && [ "$1" != "--" ]; then
@@ -434,9 +441,7 @@ compare() {
     [ -f "$xzf" ] || continue
     name=$(basename "$xzf" .so.xz)
     mkdir -p "$work/plugins/$name"
-    python3 -c 'import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
-      "$xzf" "$work/plugins/$name/libdeltakern_native.so" || die "cannot unpack $xzf"
+    unpack_variant "$xzf" "$work/plugins/$name/libdeltakern_native.so"
     names+=("$name")
   done
   echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; rounds: $rounds"
@@ -469,9 +474,7 @@ profile() {
   if [ -n "$variant" ]; then
     mkdir -p "$work/plugin"
     plugin="$work/plugin/libdeltakern_native.so"
-    python3 -c 'import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
-      "$carry/variants/$variant.so.xz" "$plugin" || die "cannot unpack $variant"
+    unpack_variant "$carry/variants/$variant.so.xz" "$plugin"
   fi
   echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); row: $row; plugin: ${variant:-main}"
   timeout 300 ncu --clock-control none --set full -k "regex:${KERNEL:-varlen}" --launch-skip "${SKIP:-2}" \

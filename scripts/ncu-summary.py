@@ -39,13 +39,14 @@ def main(argv):
     if missing:
         print(f"{argv[1]}: no column {missing}: profile with --set full", file=sys.stderr)
         return 1
-    num = lambda r, h: int(r[col[h]] or 0) if r[col[h]].isdigit() else 0  # noqa: E731
+    num = lambda r, h: int(r[col[h]]) if r[col[h]].isdigit() else 0  # noqa: E731
     stalls = [h for h in hdr if h.startswith("stall_") and "Not Issued" not in h]
 
     executed = [num(r, "Instructions Executed") for r in data]
     samples = [num(r, "Warp Stall Sampling (All Samples)") for r in data]
     total, total_samples = sum(executed), sum(samples)
     print(f"{len(data)} SASS instructions, {total} warp instructions executed, {total_samples} samples")
+    total, total_samples = max(total, 1), max(total_samples, 1)  # the shares' divisors
 
     print(f"\nby execution count (a block of code run N times), top {top}:")
     print(f"{'times':>10} {'instr':>6} {'executed':>10} {'share':>6} {'samples':>8}  commonest opcodes")
@@ -64,14 +65,14 @@ def main(argv):
     agg = collections.Counter({h: sum(num(r, h) for r in data) for h in stalls})
     for h, n in agg.most_common(top):
         if n:
-            print(f"  {h:<28} {n:>7} {n / max(total_samples, 1):>6.1%}")
+            print(f"  {h:<28} {n:>7} {n / total_samples:>6.1%}")
 
     print(f"\ninstructions with the most samples, top {top}:")
     for k in sorted(range(len(data)), key=lambda k: -samples[k])[:top]:
         r = data[k]
         why = sorted(((num(r, h), h) for h in stalls), reverse=True)[:2]
         why_s = ", ".join(f"{h[6:]} {n}" for n, h in why if n)
-        print(f"  #{k:<5} {samples[k]:>5} {samples[k] / max(total_samples, 1):>6.1%}  x{executed[k]:<7} "
+        print(f"  #{k:<5} {samples[k]:>5} {samples[k] / total_samples:>6.1%}  x{executed[k]:<7} "
               f"{r[col['Source']].strip()[:56]:<56} {why_s}")
     return 0
 
