@@ -640,6 +640,17 @@ std::vector<VarlenCase> varlen_cases(bool quick) {
     for (int i = 0; i < 150; ++i) c.lens.push_back(i % 6);
     c.pad_every = 5;
     add(c, L + "/dense-short");
+    if (cl) {
+      // more than 64 sequences (one-token, empty, padded) in one clustered tile: past its table
+      c = VarlenCase{};
+      c.channel_last = true;
+      c.tile = 64;
+      c.lens = {5};
+      for (int i = 0; i < 150; ++i) c.lens.push_back(i % 3 == 0 ? 0 : 1);
+      c.lens.push_back(70);
+      c.pad_every = 6;
+      add(c, L + "/tile-of-90-seqs");
+    }
     // sequences across several chunks and chunk edges, a state longer than the halo
     c = VarlenCase{};
     c.channel_last = cl;

@@ -332,11 +332,13 @@ __device__ __forceinline__ void write_new_state(const VarlenParams& p, const T* 
   }
 }
 
-// The thread block cluster's barrier (sm_90): arrive releases this thread's earlier accesses,
-// wait acquires those of every thread of the cluster that arrived.
-__device__ __forceinline__ void cluster_arrive() {
+// The thread block cluster's barrier (sm_90). The arrive is relaxed: it orders none of this
+// thread's accesses (a releasing one waits for every store and copy in flight), so it serves
+// barriers that order reads before another block's writes once each read's value has been used.
+// The wait acquires.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void cluster_wait() {

@@ -14,10 +14,11 @@
 //
 // A call of up to 16 tiles (sm_90, width 4, S <= 3; plan_varlen) runs its tiles as one thread
 // block cluster instead, with nothing parked and no finish pass: a tile reads the three rows
-// before it and arrives at the cluster's barrier, walks, holds its tail's outputs and the new
-// state of a sequence that started in an earlier tile in registers, writes the tail once every
-// tile has arrived, arrives again (every prior it reads is read), and writes the state once every
-// tile has arrived a second time.
+// before it and arrives at the cluster's barrier, walks, holds its tail's outputs (in the ring
+// slots they were read from) and the new state of a sequence that started in an earlier tile (in
+// registers), writes the tail once every tile has arrived, arrives again (every prior it reads is
+// read), and writes the state once every tile has arrived a second time. Its walk is one stream
+// of rows through the sequence edges (see the kernel).
 #include <algorithm>
 
 #include "conv1d_common.cuh"
@@ -74,45 +75,103 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
 
   const int32_t g = blockIdx.x;
   const int64_t t_begin = static_cast<int64_t>(g) * p.tile_len;
-  const int32_t b_first = warp_first_sequence_ending_at_or_after(p, t_begin);  // whole warps
   const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * Kt::kNThreads + threadIdx.x) * kVec;
+  const int64_t t_end = min(t_begin + p.tile_len, p.tokens);
+  const int64_t ts = p.time_stride, out_ts = p.out_time_stride;
+  T* const x = static_cast<T*>(p.x) + c0;
+  auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
+
+  // The token ring: stage sg holds rows sg * kBatch + [0, kBatch) at [row][thread]. Rows are
+  // counted in 32 bits from the walk's first row (a walk lies inside one tile), and the walk keeps
+  // running pointers (the next row to copy, the stage to fill): per batch, a few adds instead of
+  // 64-bit products and a modulo per row.
+  Vec* const ring = reinterpret_cast<Vec*>(smem) + threadIdx.x;
+  int32_t rows = 0, next_row = 0;
+  const T* next_src = x;
+  auto start_ring = [&](int64_t first, int32_t count) {
+    rows = count;
+    next_row = 0;
+    next_src = x + first * ts;
+  };
+  auto issue = [&](Vec* stage) {
+    if (kClustered && next_row + kBatch <= rows) {  // one guard a batch
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) cp_async<sizeof(Vec)>(stage + k * Kt::kNThreads, next_src + k * ts);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k)
+        if (next_row + k < rows) cp_async<sizeof(Vec)>(stage + k * Kt::kNThreads, next_src + k * ts);
+    }
+    cp_async_commit();  // one group per batch, empty or not, keeps the wait counts uniform
+    next_row += kBatch;
+    next_src += kBatch * ts;
+  };
+  auto issue_all = [&] {
+#pragma unroll
+    for (int sg = 0; sg < kStages; ++sg) issue(ring + sg * kBatch * Kt::kNThreads);
+  };
+
+  // A clustered tile walks its rows as one stream: the ring runs across sequence edges, and the
+  // tile's sequences (offsets, line, flag) are read once into shared memory, so an edge inside the
+  // tile costs the finished sequence's state and the next one's window (its prior loaded one
+  // sequence ahead), not a lookup chain and a drained ring. Its ring and the rows before it are
+  // in flight before the tile's first sequence is searched for and the table read, and all of it
+  // is issued before the threads past D leave.
+  constexpr int kTable = 64;  // the tile's first sequences; any further ones are read as met
+  __shared__ int4 table[kClustered ? kTable : 1];
+  auto load_seq = [&](int32_t b, bool flag) {
+    const int32_t q0 = static_cast<int32_t>(seq_offset(p, b));
+    const int32_t q1 = max(q0, static_cast<int32_t>(seq_offset(p, b + 1)));
+    const int32_t line = static_cast<int32_t>(state_line(p.cache_indices, b, p.state, p.conv, flag));
+    return make_int4(q0, q1, line, has_initial_state(p, b) ? 1 : 0);
+  };
+  Vec tile_halo[kHalo];
+  if constexpr (kClustered) {
+    if (c0 < p.dim) {
+      start_ring(t_begin, static_cast<int32_t>(t_end - t_begin));
+      issue_all();
+#pragma unroll
+      for (int i = 0; i < kHalo; ++i)
+        tile_halo[i] = t_begin - kHalo + i >= 0 ? load(t_begin - kHalo + i) : Vec{};
+    }
+  }
+  const int32_t b_first = warp_first_sequence_ending_at_or_after(p, t_begin);  // whole warps
+  if constexpr (kClustered) {
+    const int32_t b = b_first + static_cast<int32_t>(threadIdx.x);
+    if (threadIdx.x < kTable && b < p.batch) table[threadIdx.x] = load_seq(b, blockIdx.y == 0);
+    __syncthreads();
+  }
   if (c0 >= p.dim) {  // no block-wide barrier below; the cluster's (see the end) these threads too
     if constexpr (kClustered) {
-      cluster_arrive();
+      cluster_arrive_relaxed();
       cluster_wait();
-      cluster_arrive();
+      cluster_arrive_relaxed();
     }
     return;
   }
-  const int64_t t_end = min(t_begin + p.tile_len, p.tokens);
   const bool last_tile = g == p.ntiles - 1;
-  // The tail's outputs are parked for the finish pass, or held in registers in a cluster.
+  // The tail's outputs are parked for the finish pass, or held until the cluster's barrier.
   const bool parks = !last_tile && parks_tail(p);
   const int64_t park_from = parks ? t_end - p.tail_len : t_end;
-  const int64_t ts = p.time_stride, out_ts = p.out_time_stride;
-  T* const x = static_cast<T*>(p.x) + c0;
   T* const out_base = static_cast<T*>(p.out) + c0;  // x in place; vector-aligned where x is (plugin.cpp)
   // Park layout (ntiles-1, tail_len, D): a parked row is as coalesced as an x row.
   T* const park = parks && !kClustered
                       ? static_cast<T*>(p.park) + static_cast<int64_t>(g) * p.tail_len * p.dim + c0
                       : nullptr;
-  auto load = [&](int64_t t) { return *reinterpret_cast<const Vec*>(x + t * ts); };
   // In a cluster the previous tile writes its tail once every tile has arrived at the cluster's
-  // barrier: the rows before this tile are read first, and used (the arrive orders no load still
-  // in flight).
-  Vec tile_halo[kHalo];
+  // barrier: the rows before this tile are read first, and used, because the arrive is relaxed
+  // (it orders no load still in flight). A releasing arrive would wait for every copy in flight,
+  // the ring's included (H100, 1k tokens: relaxed arrives 0.4-0.9 us faster on every mix).
   if constexpr (kClustered) {
 #pragma unroll
     for (int i = 0; i < kHalo; ++i) {
-      tile_halo[i] = t_begin - kHalo + i >= 0 ? load(t_begin - kHalo + i) : Vec{};
       float used[kVec];
       unpack<T, kVec>(tile_halo[i], used);
       asm volatile("" ::"f"(used[0]));
     }
-    cluster_arrive();
+    cluster_arrive_relaxed();
   }
-  Vec held[kHalo];  // in a cluster, the tail's outputs (bit k of held_rows: tail row k)
-  unsigned held_rows = 0;
+  unsigned held_rows = 0;  // in a cluster, the tail's outputs (bit k: tail row k, in the ring)
   int64_t held_line = -1;  // and the new state of a sequence that started in an earlier tile
   float held_state[kHalo][kVec];
 
@@ -198,164 +257,269 @@ __global__ void __launch_bounds__(Kt::kNThreads, Kt::kMinBlocks)
           store_float(st.data, state_offset(st, line, c0 + v, j), st.dtype, w[i][v]);
       }
   };
-
-  for (int32_t b = b_first; b < p.batch; ++b) {
-    const int64_t q0 = seq_offset(p, b);
-    const int64_t q1 = max(q0, seq_offset(p, b + 1));
-    if (q0 >= t_end && !last_tile) break;
-    if (q0 == q1 ? tile_of(p, q0) != g : q1 <= t_begin) continue;
-    const bool ends_here = q1 <= t_end;  // exactly one tile sees the end (or the empty sequence)
-    const int64_t a = max(q0, t_begin), e = min(q1, t_end);
-
-    // The token ring first (it depends on a and e only), so that its loads overlap the lookups,
-    // prior and state work below. Stage sg of the ring is rows sg * kBatch + [0, kBatch) at
-    // [row][thread]. Rows are counted from a in 32 bits (a piece lies inside one tile), and the
-    // walk keeps running pointers (the next row to copy, the stage to fill): per batch, a few
-    // adds instead of 64-bit products and a modulo per row.
-    Vec* const ring = reinterpret_cast<Vec*>(smem) + threadIdx.x;
-    const int32_t rows = static_cast<int32_t>(e - a);
-    const T* next_src = x + a * ts;  // row next_row of the piece
-    int32_t next_row = 0;
-    auto issue = [&](Vec* stage) {
+  // The window of a piece that starts at a: e-values of the three tokens before it, from x
+  // (`halo`, rows a - 3 .. a - 1 where they are in the sequence) or from the prior, entry
+  // S + (pos - q0).
+  auto scalar_window = [&](float(&w)[kHalo][kVec], const Vec(&halo)[kHalo], int64_t q0, int64_t a,
+                           int64_t line, bool init) {
 #pragma unroll
-      for (int k = 0; k < kBatch; ++k)
-        if (next_row + k < rows) cp_async<sizeof(Vec)>(stage + k * Kt::kNThreads, next_src + k * ts);
-      cp_async_commit();  // one group per batch, empty or not, keeps the wait counts uniform
-      next_row += kBatch;
-      next_src += kBatch * ts;
-    };
-    if constexpr (kVectorized) {
+    for (int i = 0; i < kHalo; ++i) {
+      const int64_t pos = a - kHalo + i;
+      if (pos >= q0) {
+        unpack<T, kVec>(halo[i], w[i]);
+      } else {
+        const int64_t j = st.len + (pos - q0);
 #pragma unroll
-      for (int sg = 0; sg < kStages; ++sg) issue(ring + sg * kBatch * Kt::kNThreads);
+        for (int v = 0; v < kVec; ++v)
+          w[i][v] = init && j >= 0 && i >= first
+                        ? load_float(st.data, state_offset(st, line, c0 + v, j), st.dtype)
+                        : 0.f;
+      }
     }
-
-    // e-values of the three tokens before a: x (originals: this tile has not written them, they
-    // are the previous tile's parked tail, or out is not x), or the prior before the sequence
-    // starts. The x
-    // rows and the flag are loaded with the line, not after it: one round trip less.
-    Vec halo[kHalo];
+  };
+  // One step of the walk: the output of the row `raw`, the window moved on.
+  auto convolve = [&](const Vec& raw, float(&win)[kHalo][kVec], float(&out)[kVec]) {
+    float cur[kVec];
+    unpack<T, kVec>(raw, cur);
 #pragma unroll
-    for (int i = 0; i < kHalo; ++i)
-      if (a - kHalo + i >= q0) halo[i] = kClustered && a == t_begin ? tile_halo[i] : load(a - kHalo + i);
-    const bool init = has_initial_state(p, b);
-    const int64_t line = state_line(p.cache_indices, b, st, p.conv, ends_here && c0 == 0);
-    if (line < 0) {
-      if constexpr (kVectorized) cp_async_wait<0>();  // the ring is reused by the next piece
-      continue;
+    for (int v = 0; v < kVec; ++v) {
+      out[v] = conv_point<T>(taps[v], first, win[0][v], win[1][v], win[2][v], cur[v], silu);
+      win[0][v] = win[1][v];
+      win[1][v] = win[2][v];
+      win[2][v] = cur[v];
     }
+  };
+
+  if constexpr (kClustered) {
+    // Width 4 and S <= 3 (plan_varlen): the window holds every new state, and nothing is parked.
+    const int32_t tile_rows = rows;
+    const int32_t held_from = static_cast<int32_t>(park_from - t_begin);  // tail rows held from here
+    auto seq = [&](int32_t b) { return b - b_first < kTable ? table[b - b_first] : load_seq(b, c0 == 0); };
+    // The current piece: rows [.., piece_end) of the tile, of sequence b - 1 (b is the next one).
+    int32_t b = b_first, piece_end = 0, line = -1;
+    int32_t fast_end = 0;  // the batches before it are the piece's, walked without checks
+    bool live = false, ends_here = false, crossing = false;
     float win[kHalo][kVec];
-    if (form != StateForm::scalar && a == q0) {  // the whole window is the prior
-      StateVecs prior;
+    Vec ahead[kHalo];  // the prior of sequence ahead_b, loaded while the piece before it walks
+    int32_t ahead_b = -1;
+    auto load_ahead = [&](int32_t next) {
+      if (form == StateForm::scalar || next >= p.batch) return;
+      const int4 s = seq(next);
+      if (s.x >= t_end || s.z < 0 || s.w == 0) return;
 #pragma unroll
-      for (int k = 0; k < kHalo; ++k) prior.v[k] = init ? *state_vec(line, k) : Vec{};
-      state_to_window(prior, win, init);
-    } else {
+      for (int k = 0; k < kHalo; ++k) ahead[k] = *state_vec(s.z, k);
+      ahead_b = next;
+    };
+    // Ends the current piece at tile row r and starts the one at r, past every sequence without
+    // rows here (an empty one's state is written on the way).
+    auto advance = [&](int32_t r) {
+      if (live && ends_here) {
+        if (crossing) {  // written after the cluster's second barrier
+          held_line = line;
 #pragma unroll
-      for (int i = 0; i < kHalo; ++i) {
-        const int64_t pos = a - kHalo + i;
-        if (pos >= q0) {
-          unpack<T, kVec>(halo[i], win[i]);
+          for (int i = 0; i < kHalo; ++i)
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) held_state[i][v] = win[i][v];
         } else {
-          const int64_t j = st.len + (pos - q0);
-#pragma unroll
-          for (int v = 0; v < kVec; ++v)
-            win[i][v] = init && j >= 0 && i >= first
-                            ? load_float(st.data, state_offset(st, line, c0 + v, j), st.dtype)
-                            : 0.f;
+          write_window_state(line, win, nullptr);
         }
       }
-    }
-    // The new state is the last S entries of e = concat(prior, x). For S <= 3 the window holds
-    // them when the walk ends (its entries are e, except the taps a narrow width skips, which
-    // start as zeros): written then from registers. Otherwise from the originals, before the walk
-    // overwrites them: this thread has not written them yet, and those before the tile are the
-    // previous tile's parked tail (or out is not x). A sequence that started in an earlier tile, whose first
-    // tile reads the old prior, parks its new state for the finish pass.
-    const bool crossing = a != q0;
-    float* const spark =
-        crossing && !kClustered ? p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim : nullptr;
-    const bool state_from_window = st.len <= kHalo && (first == 0 || q1 - q0 >= kHalo);
-    if (ends_here && !state_from_window) {
+      live = false;
+      piece_end = INT32_MAX;
+      fast_end = 0;
+      for (; b < p.batch; ++b) {
+        const int4 s = seq(b);
+        const int32_t q0 = s.x, q1 = s.y;
+        if (q0 >= t_end && !last_tile) return;
+        if (q0 == q1 ? tile_of(p, q0) != g : q1 <= t_begin) continue;
+        const int64_t a = max(static_cast<int64_t>(q0), t_begin);
+        if (a - t_begin > r) {  // rows before query_start_loc[0] are no sequence's
+          piece_end = static_cast<int32_t>(a - t_begin);
+          return;
+        }
+        line = s.z;
+        const bool init = s.w != 0;
+        if (q0 == q1) {  // an empty one keeps its prior, or gets zeros
+          if (line >= 0 && !init) {
+            scalar_window(win, tile_halo, q0, q0, line, false);
+            write_window_state(line, win, nullptr);
+          }
+          continue;
+        }
+        ends_here = q1 <= t_end;
+        crossing = a != q0;
+        live = line >= 0;
+        piece_end = static_cast<int32_t>(min(static_cast<int64_t>(q1), t_end) - t_begin);
+        if (live) {
+          if (form != StateForm::scalar && !crossing) {  // the whole window is the prior
+            StateVecs prior;
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) write_new_state<T>(p, x + v, ts, q0, q1, line, c0 + v, init, spark);
-    }
-
-    // Row r of the piece is written at out_x (then out_x += out_ts) until the parked tail, whose
-    // rows go to the park buffer.
-    T* out_x = out_base + a * out_ts;
-    const int32_t park_row =
-        static_cast<int32_t>(min(max(park_from - a, int64_t{0}), static_cast<int64_t>(rows)));
-    T* const park_at = park != nullptr ? park + (a + park_row - park_from) * p.dim : nullptr;
-    auto step = [&](const Vec& raw, int32_t r) {
-      float cur[kVec], out[kVec];
-      unpack<T, kVec>(raw, cur);
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        out[v] = conv_point<T>(taps[v], first, win[0][v], win[1][v], win[2][v], cur[v], silu);
-        win[0][v] = win[1][v];
-        win[1][v] = win[2][v];
-        win[2][v] = cur[v];
+            for (int k = 0; k < kHalo; ++k)
+              prior.v[k] = !init ? Vec{} : ahead_b == b ? ahead[k] : *state_vec(line, k);
+            state_to_window(prior, win, init);
+          } else {
+            scalar_window(win, tile_halo, q0, a, line, init);
+          }
+        }
+        if (live) fast_end = min(piece_end, held_from);
+        load_ahead(++b);
+        return;
       }
-      if (kClustered && r >= park_row) {
+    };
+    auto step = [&](const Vec& raw, int32_t r, T* o) {
+      float out[kVec];
+      convolve(raw, win, out);
+      if (r >= held_from) {  // into the ring slot the row came from: no row is copied after the tail
         union {
           Vec v;
           T e[kVec];
         } u;
         round_into(u.e, out);
-        const int64_t k_row = a + r - park_from;  // tail row k_row (park_row is clamped to the piece)
-#pragma unroll
-        for (int k = 0; k < kHalo; ++k)
-          if (k_row == k) held[k] = u.v;
-        held_rows |= 1u << k_row;
+        ring[(r % Kt::kDepth) * Kt::kNThreads] = u.v;
+        held_rows |= 1u << (r - held_from);
       } else {
-        T* o = out_x;
-        if (r >= park_row) o = park_at + static_cast<int64_t>(r - park_row) * p.dim;
         store_elems<T, kVec>(o, out);
       }
-      out_x += out_ts;
     };
 
-    if constexpr (kVectorized) {
-      Vec* stage = ring;  // the stage of the batch at r
-      for (int32_t r = 0; r < rows; r += kBatch) {
-        cp_async_wait<kStages - 1>();  // the batch at r has landed
+    advance(0);
+    T* out_x = out_base + t_begin * out_ts;  // row r0 of the tile
+    Vec* stage = ring;                       // the stage of the batch at r0
+    auto next_stage = [&] {
+      stage = stage == ring + (kStages - 1) * kBatch * Kt::kNThreads ? ring : stage + kBatch * Kt::kNThreads;
+      out_x += kBatch * out_ts;
+    };
+    for (int32_t r0 = 0; r0 < tile_rows; r0 += kBatch) {
+      // A piece's whole batches in a loop of their own: its code stays together (the fetch stalls
+      // when its back edge jumps over the edge code).
+      for (; r0 + kBatch <= fast_end; r0 += kBatch) {
+        cp_async_wait<kStages - 1>();  // the batch at r0 has landed
         Vec cur[kBatch];
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) cur[k] = stage[k * Kt::kNThreads];
         issue(stage);  // into the slots just read
-        stage =
-            stage == ring + (kStages - 1) * kBatch * Kt::kNThreads ? ring : stage + kBatch * Kt::kNThreads;
-        if (r + kBatch <= rows) {
 #pragma unroll
-          for (int k = 0; k < kBatch; ++k) step(cur[k], r + k);
-        } else {
-#pragma unroll
-          for (int k = 0; k < kBatch; ++k)
-            if (r + k < rows) step(cur[k], r + k);
+        for (int k = 0; k < kBatch; ++k) {
+          float out[kVec];
+          convolve(cur[k], win, out);
+          store_elems<T, kVec>(out_x + k * out_ts, out);
         }
+        next_stage();
       }
-      cp_async_wait<0>();  // the ring is reused by the next piece
-    } else {
-      for (int32_t r = 0; r < rows; ++r) step(load(a + r), r);
+      if (r0 >= tile_rows) break;
+      cp_async_wait<kStages - 1>();
+      if (live || r0 + kBatch > piece_end) {  // an edge, the held tail, or the tile's end
+#pragma unroll 1
+        for (int k = 0; k < kBatch && r0 + k < tile_rows; ++k) {
+          while (r0 + k >= piece_end) advance(r0 + k);
+          if (live) step(stage[k * Kt::kNThreads], r0 + k, out_x + k * out_ts);
+        }
+      }  // else a skipped sequence's rows
+      issue(stage);
+      next_stage();
     }
-    if (ends_here && state_from_window && !(q1 == q0 && init)) {  // an empty one keeps its prior
-      if (kClustered && crossing) {  // written after the cluster's second barrier
-        held_line = line;
+    cp_async_wait<0>();
+    advance(tile_rows);  // the last piece, and any empty sequences after it in the last tile
+  } else {
+    for (int32_t b = b_first; b < p.batch; ++b) {
+      const int64_t q0 = seq_offset(p, b);
+      const int64_t q1 = max(q0, seq_offset(p, b + 1));
+      if (q0 >= t_end && !last_tile) break;
+      if (q0 == q1 ? tile_of(p, q0) != g : q1 <= t_begin) continue;
+      const bool ends_here = q1 <= t_end;  // exactly one tile sees the end (or the empty sequence)
+      const int64_t a = max(q0, t_begin), e = min(q1, t_end);
+
+      // The ring first (it depends on a and e only), so that its loads overlap the lookups, prior
+      // and state work below.
+      start_ring(a, static_cast<int32_t>(e - a));
+      if constexpr (kVectorized) issue_all();
+
+      // e-values of the three tokens before a: x (originals: this tile has not written them, they
+      // are the previous tile's parked tail, or out is not x), or the prior before the sequence
+      // starts. The x rows and the flag are loaded with the line, not after it: one round trip less.
+      Vec halo[kHalo];
 #pragma unroll
-        for (int i = 0; i < kHalo; ++i)
-#pragma unroll
-          for (int v = 0; v < kVec; ++v) held_state[i][v] = win[i][v];
-      } else {
-        write_window_state(line, win, spark);
+      for (int i = 0; i < kHalo; ++i)
+        if (a - kHalo + i >= q0) halo[i] = load(a - kHalo + i);
+      const bool init = has_initial_state(p, b);
+      const int64_t line = state_line(p.cache_indices, b, st, p.conv, ends_here && c0 == 0);
+      if (line < 0) {
+        if constexpr (kVectorized) cp_async_wait<0>();  // the ring is reused by the next piece
+        continue;
       }
+      float win[kHalo][kVec];
+      if (form != StateForm::scalar && a == q0) {  // the whole window is the prior
+        StateVecs prior;
+#pragma unroll
+        for (int k = 0; k < kHalo; ++k) prior.v[k] = init ? *state_vec(line, k) : Vec{};
+        state_to_window(prior, win, init);
+      } else {
+        scalar_window(win, halo, q0, a, line, init);
+      }
+      // The new state is the last S entries of e = concat(prior, x). For S <= 3 the window holds
+      // them when the walk ends (its entries are e, except the taps a narrow width skips, which
+      // start as zeros): written then from registers. Otherwise from the originals, before the walk
+      // overwrites them: this thread has not written them yet, and those before the tile are the
+      // previous tile's parked tail (or out is not x). A sequence that started in an earlier tile,
+      // whose first tile reads the old prior, parks its new state for the finish pass.
+      const bool crossing = a != q0;
+      float* const spark = crossing ? p.state_park + static_cast<int64_t>(g - 1) * st.len * p.dim : nullptr;
+      const bool state_from_window = st.len <= kHalo && (first == 0 || q1 - q0 >= kHalo);
+      if (ends_here && !state_from_window) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) write_new_state<T>(p, x + v, ts, q0, q1, line, c0 + v, init, spark);
+      }
+
+      // Row r of the piece is written at out_x (then out_x += out_ts) until the parked tail, whose
+      // rows go to the park buffer.
+      T* out_x = out_base + a * out_ts;
+      const int32_t park_row =
+          static_cast<int32_t>(min(max(park_from - a, int64_t{0}), static_cast<int64_t>(rows)));
+      T* const park_at = park != nullptr ? park + (a + park_row - park_from) * p.dim : nullptr;
+      auto step = [&](const Vec& raw, int32_t r) {
+        float out[kVec];
+        convolve(raw, win, out);
+        T* o = out_x;
+        if (r >= park_row) o = park_at + static_cast<int64_t>(r - park_row) * p.dim;
+        store_elems<T, kVec>(o, out);
+        out_x += out_ts;
+      };
+
+      if constexpr (kVectorized) {
+        Vec* stage = ring;  // the stage of the batch at r
+        for (int32_t r = 0; r < rows; r += kBatch) {
+          cp_async_wait<kStages - 1>();  // the batch at r has landed
+          Vec cur[kBatch];
+#pragma unroll
+          for (int k = 0; k < kBatch; ++k) cur[k] = stage[k * Kt::kNThreads];
+          issue(stage);  // into the slots just read
+          stage =
+              stage == ring + (kStages - 1) * kBatch * Kt::kNThreads ? ring : stage + kBatch * Kt::kNThreads;
+          if (r + kBatch <= rows) {
+#pragma unroll
+            for (int k = 0; k < kBatch; ++k) step(cur[k], r + k);
+          } else {
+#pragma unroll
+            for (int k = 0; k < kBatch; ++k)
+              if (r + k < rows) step(cur[k], r + k);
+          }
+        }
+        cp_async_wait<0>();  // the ring is reused by the next piece
+      } else {
+        for (int32_t r = 0; r < rows; ++r) step(load(a + r), r);
+      }
+      if (ends_here && state_from_window && !(q1 == q0 && init))  // an empty one keeps its prior
+        write_window_state(line, win, spark);
     }
   }
   if constexpr (kClustered) {
     cluster_wait();  // every tile has read the rows before it: the tail is written
 #pragma unroll
     for (int k = 0; k < kHalo; ++k)
-      if (held_rows & (1u << k)) *reinterpret_cast<Vec*>(out_base + (park_from + k) * out_ts) = held[k];
-    cluster_arrive();  // this thread has read every prior it reads
+      if (held_rows & (1u << k))
+        *reinterpret_cast<Vec*>(out_base + (park_from + k) * out_ts) =
+            ring[((park_from - t_begin + k) % Kt::kDepth) * Kt::kNThreads];
+    cluster_arrive_relaxed();  // this thread has read (and used) every prior it reads
     if (held_line >= 0) {
       cluster_wait();
       write_window_state(held_line, held_state, nullptr);
