@@ -240,7 +240,7 @@ VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_l
   plan.tile_len = tile;
   plan.ntiles = static_cast<int32_t>(std::max<int64_t>(1, ceil_div(T, tile)));
   // Channel-last with every tile in one thread block cluster: tiles hold their tails and crossing
-  // states in registers until the cluster's barriers, so there is no scratch and no finish pass
+  // states until the cluster's barriers, so there is no scratch and no finish pass
   // (H200, bf16, graph replay, 1k tokens, 1 / 8 equal / 64 mixed sequences: D = 8192 16.0 / 16.5 /
   // 23.0 -> 14.4 / 14.7 / 23.6 us, D = 4096 11.9 / 12.5 / 18.5 -> 11.4 / 11.7 / 18.7). Width 4 and
   // S <= 3: the window then holds every new state, and no tile reads another's originals after
