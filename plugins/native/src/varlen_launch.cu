@@ -244,7 +244,9 @@ VarlenPlan plan_varlen(const VarlenParams& p, ScalarType x_dtype, bool channel_l
   // (H200, bf16, graph replay, 1k tokens, 1 / 8 equal / 64 mixed sequences: D = 8192 16.0 / 16.5 /
   // 23.0 -> 14.4 / 14.7 / 23.6 us, D = 4096 11.9 / 12.5 / 18.5 -> 11.4 / 11.7 / 18.7). Width 4 and
   // S <= 3: the window then holds every new state, and no tile reads another's originals after
-  // the first barrier.
+  // the first barrier. Longer tiles, to put a longer call in one cluster, lose: H100, D = 8192,
+  // 1 seq / 64 mixed, 8k 105.3 / 113.3 -> 115.4 / 120.6 us (512-token tiles), 16k 198.2 / 204.9
+  // -> 224.5 / 227.9 (1024).
   if (channel_last && plan.vectorized && plan.ntiles > 1 && plan.ntiles <= o.cluster_tiles &&
       p.conv.width == kMaxWidth && p.state.len <= kHalo) {
     plan.clustered = true;
