@@ -6,8 +6,9 @@
 #                               machine needs into .carry/ (git-ignored): bin/, lib/ with the
 #                               plugins, share/ config, the test-only plugins, and every
 #                               non-system shared library they load (lib/deps/).
-#   scripts/gpu-check.sh tiers [full|large]   on the GPU machine: the supervised conformance run
-#                               at that tier on every GPU-machine target at once (see tiers()).
+#   scripts/gpu-check.sh tiers [full|large] [VARIANT...]   on the GPU machine: the supervised
+#                               conformance run at that tier on every GPU-machine target at once
+#                               (see tiers()), and on native/cuda for each named variant beside them.
 #   scripts/gpu-check.sh run    on the GPU machine, from a copy of the repository that holds
 #                               .carry/ (no -dev packages, no network needed): nvidia-smi, the
 #                               native self-test and the first-call capture (tests/gpu), the unit
@@ -26,6 +27,7 @@
 #                               carried build ("main") and every variant, ROUNDS times (default 2)
 #                               in turn, then one table of every row side by side
 #                               (scripts/bench-compare.py); logs packed in $OUT/compare.tgz.
+#                               VARIANTS="a b" takes only those variants (default: every one).
 #   scripts/gpu-check.sh profile ROW [VARIANT]   on the GPU machine: Nsight Compute (--set full,
 #                               clocks left alone) on one launch of a native kernel in
 #                               native_kernel_bench's row ROW (e.g. "chl D8192 T1k 64mix"), of the
@@ -331,32 +333,44 @@ run() {
 }
 
 # ---------------------------------------------------------------------------- tiers
-# scripts/gpu-check.sh tiers [full|large] on the GPU machine: the supervised conformance run at
-# that tier on native and portable (CUDA) and portable (CPU) at once, each in its own worker
-# processes, logs and JUnit under $OUT. The large tier's 128k-token cases take one to two
+# scripts/gpu-check.sh tiers [full|large] [VARIANT...] on the GPU machine: the supervised
+# conformance run at that tier on native and portable (CUDA) and portable (CPU) at once, each in
+# its own worker processes, and on native/cuda for each named variant (its plugin first on
+# DELTAKERN_PLUGIN_PATH: the log's first lines show the carried native rejected as its
+# duplicate); logs and JUnit under $OUT. The large tier's 128k-token cases take one to two
 # minutes each (the suite's host work), so at that tier give it a call of its own.
 tiers() {
   local tier="${1:-full}"
+  [ $# -gt 0 ] && shift
+  local variants=("$@")
   OUT="${OUT:-$PWD/gpu-results}"
   mkdir -p "$OUT"
   link_build_paths
-  local cli="$carry/bin/deltakern" pids=() name
-  for target in "native cuda" "portable cuda" "portable cpu"; do
-    set -- $target
-    name="$1-$2-$tier"
-    "$cli" conformance --backend "$1" --device "$2" --tier "$tier" --seed "${SEED:-1}" \
-      --junit "$OUT/$name.xml" >"$OUT/$name.log" 2>&1 &
+  local cli="$carry/bin/deltakern" work names=() pids=() variant
+  work=$(mktemp -d)
+  conformance_run() {  # NAME BACKEND DEVICE [PLUGIN_DIR]
+    env ${4:+DELTAKERN_PLUGIN_PATH="$4"} "$cli" conformance --backend "$2" --device "$3" --tier "$tier" \
+      --seed "${SEED:-1}" --junit "$OUT/$1.xml" >"$OUT/$1.log" 2>&1 &
     pids+=("$!")
-  done
-  local failed=0 i=0
+    names+=("$1")
+  }
   for target in "native cuda" "portable cuda" "portable cpu"; do
     set -- $target
-    name="$1-$2-$tier"
-    wait "${pids[$i]}" || failed=$((failed + 1))
-    i=$((i + 1))
-    echo "== $name: $(tail -n 1 "$OUT/$name.log")"
-    grep -E '^FAIL' -A1 "$OUT/$name.log" | head -n 10
+    conformance_run "$1-$2-$tier" "$1" "$2"
   done
+  for variant in "${variants[@]}"; do
+    [ -f "$carry/variants/$variant.so.xz" ] || die "no variant $variant in $carry/variants"
+    mkdir -p "$work/$variant"
+    unpack_variant "$carry/variants/$variant.so.xz" "$work/$variant/libdeltakern_native.so"
+    conformance_run "native-cuda-$tier-$variant" native cuda "$work/$variant"
+  done
+  local failed=0 i
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed=$((failed + 1))
+    echo "== ${names[$i]}: $(tail -n 1 "$OUT/${names[$i]}.log")"
+    grep -E '^FAIL' -A1 "$OUT/${names[$i]}.log" | head -n 10
+  done
+  rm -rf "$work"
   return $((failed > 0))
 }
 
@@ -440,6 +454,7 @@ compare() {
   for xzf in "$carry"/variants/*.so.xz; do
     [ -f "$xzf" ] || continue
     name=$(basename "$xzf" .so.xz)
+    [ -z "${VARIANTS:-}" ] || [[ " $VARIANTS " == *" $name "* ]] || continue
     mkdir -p "$work/plugins/$name"
     unpack_variant "$xzf" "$work/plugins/$name/libdeltakern_native.so"
     names+=("$name")
@@ -497,9 +512,12 @@ case "${1:-}" in
   profile) profile "${2:-}" "${3:-}" ;;
   python) python_half ;;
   run) run ;;
-  tiers) tiers "${2:-full}" ;;
+  tiers)
+    shift
+    tiers "$@"
+    ;;
   *)
-    echo "usage: $0 pack|variant NAME|run|tiers [full|large]|compare [ROUNDS] [-- ARGS]|profile ROW [VARIANT]|python" >&2
+    echo "usage: $0 pack|variant NAME|run|tiers [full|large] [VARIANT...]|compare [ROUNDS] [-- ARGS]|profile ROW [VARIANT]|python" >&2
     exit 2
     ;;
 esac
