@@ -348,6 +348,7 @@ tiers() {
   link_build_paths
   local cli="$carry/bin/deltakern" work names=() pids=() variant
   work=$(mktemp -d)
+  for variant in "${variants[@]}"; do unpack_variant "$variant" "$work/$variant"; done
   conformance_run() {  # NAME BACKEND DEVICE [PLUGIN_DIR]
     env ${4:+DELTAKERN_PLUGIN_PATH="$4"} "$cli" conformance --backend "$2" --device "$3" --tier "$tier" \
       --seed "${SEED:-1}" --junit "$OUT/$1.xml" >"$OUT/$1.log" 2>&1 &
@@ -359,9 +360,6 @@ tiers() {
     conformance_run "$1-$2-$tier" "$1" "$2"
   done
   for variant in "${variants[@]}"; do
-    [ -f "$carry/variants/$variant.so.xz" ] || die "no variant $variant in $carry/variants"
-    mkdir -p "$work/$variant"
-    unpack_variant "$carry/variants/$variant.so.xz" "$work/$variant/libdeltakern_native.so"
     conformance_run "native-cuda-$tier-$variant" native cuda "$work/$variant"
   done
   local failed=0 i
@@ -426,11 +424,15 @@ variant() {
   echo "variant $name: $(du -h "$carry/variants/$name.so.xz" | cut -f1) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null)$(git -C "$repo" diff --quiet 2>/dev/null || echo '+changes'))"
 }
 
-# A variant's plugin (xz), unpacked with Python's lzma: the GPU machine needs no xz tool.
+# unpack_variant NAME DIR: variant NAME's plugin as DIR/libdeltakern_native.so, unpacked with
+# Python's lzma (the GPU machine needs no xz tool).
 unpack_variant() {
+  local xzf="$carry/variants/$1.so.xz"
+  [ -f "$xzf" ] || die "no variant $1 in $carry/variants"
+  mkdir -p "$2"
   python3 -c 'import lzma, shutil, sys
 with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyfileobj(src, dst)' \
-    "$1" "$2" || die "cannot unpack $1"
+    "$xzf" "$2/libdeltakern_native.so" || die "cannot unpack $xzf"
 }
 
 compare() {
@@ -455,8 +457,7 @@ compare() {
     [ -f "$xzf" ] || continue
     name=$(basename "$xzf" .so.xz)
     [ -z "${VARIANTS:-}" ] || [[ " $VARIANTS " == *" $name "* ]] || continue
-    mkdir -p "$work/plugins/$name"
-    unpack_variant "$xzf" "$work/plugins/$name/libdeltakern_native.so"
+    unpack_variant "$name" "$work/plugins/$name"
     names+=("$name")
   done
   echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; rounds: $rounds"
@@ -483,13 +484,11 @@ profile() {
   mkdir -p "$OUT"
   OUT=$(cd "$OUT" && pwd)
   link_build_paths
-  [ -z "$variant" ] || [ -f "$carry/variants/$variant.so.xz" ] || die "no variant $variant in $carry/variants"
   local work plugin="$carry/lib/deltakern/plugins/libdeltakern_native.so"
   work=$(mktemp -d)
   if [ -n "$variant" ]; then
-    mkdir -p "$work/plugin"
+    unpack_variant "$variant" "$work/plugin"
     plugin="$work/plugin/libdeltakern_native.so"
-    unpack_variant "$carry/variants/$variant.so.xz" "$plugin"
   fi
   echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); row: $row; plugin: ${variant:-main}"
   timeout 300 ncu --clock-control none --set full -k "regex:${KERNEL:-varlen}" --launch-skip "${SKIP:-2}" \
