@@ -28,6 +28,9 @@
 #                               in turn, then one table of every row side by side
 #                               (scripts/bench-compare.py); logs packed in $OUT/compare.tgz.
 #                               VARIANTS="a b" takes only those variants (default: every one).
+#                               ENVS="VAR=V[,VAR=V] ..." also runs every build under each setting
+#                               (the plugin's switches, e.g. DELTAKERN_NATIVE_TILE=512), a column
+#                               each, named BUILD@setting without the DELTAKERN_NATIVE_ prefix.
 #   scripts/gpu-check.sh profile ROW [VARIANT]   on the GPU machine: Nsight Compute (--set full,
 #                               clocks left alone) on one launch of a native kernel in
 #                               native_kernel_bench's row ROW (e.g. "chl D8192 T1k 64mix"), of the
@@ -460,15 +463,29 @@ compare() {
     unpack_variant "$name" "$work/plugins/$name"
     names+=("$name")
   done
-  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; rounds: $rounds"
+  # Each build as it is, then under each of ENVS's settings; checked before any run starts.
+  local settings=("") setting
+  for setting in ${ENVS:-}; do
+    [[ "$setting" =~ ^[A-Z_][A-Z0-9_]*=[^,=]*(,[A-Z_][A-Z0-9_]*=[^,=]*)*$ ]] ||
+      die "ENVS: '$setting' is not VAR=VALUE[,VAR=VALUE]"
+    settings+=("$setting")
+  done
+  echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; settings: ${ENVS:-none}; rounds: $rounds"
   local r logs=()
   for ((r = 1; r <= rounds; r++)); do
     for name in "${names[@]}"; do
-      local log="$work/logs/$name.r$r.log" plugin_path=()
-      [ "$name" = main ] || plugin_path=("DELTAKERN_PLUGIN_PATH=$work/plugins/$name")
-      env "${plugin_path[@]}" timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
-      echo "$name round $r: rc $?"
-      logs+=("$log")
+      for setting in "${settings[@]}"; do
+        local label="$name" log plugin_path=() envs=()
+        if [ -n "$setting" ]; then
+          label="$name@${setting//DELTAKERN_NATIVE_/}"
+          IFS=, read -ra envs <<<"$setting"
+        fi
+        log="$work/logs/$label.r$r.log"
+        [ "$name" = main ] || plugin_path=("DELTAKERN_PLUGIN_PATH=$work/plugins/$name")
+        env "${plugin_path[@]}" "${envs[@]}" timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
+        echo "$label round $r: rc $?"
+        logs+=("$log")
+      done
     done
   done
   python3 "$repo/scripts/bench-compare.py" "${logs[@]}" | tee "$work/logs/compare.txt"
