@@ -447,6 +447,13 @@ compare() {
   [ "${1:-}" = "--" ] && shift
   local args=("$@")
   [ ${#args[@]} -gt 0 ] || args=(--only serving --backends native)
+  # Each build as it is, then under each of ENVS's settings; checked before anything is set up.
+  local settings=("") setting
+  for setting in ${ENVS:-}; do
+    [[ "$setting" =~ ^[A-Z_][A-Z0-9_]*=[^,=]*(,[A-Z_][A-Z0-9_]*=[^,=]*)*$ ]] ||
+      die "ENVS: '$setting' is not VAR=VALUE[,VAR=VALUE]"
+    settings+=("$setting")
+  done
   OUT="${OUT:-$PWD/gpu-results}"
   mkdir -p "$OUT"
   OUT=$(cd "$OUT" && pwd)
@@ -463,25 +470,19 @@ compare() {
     unpack_variant "$name" "$work/plugins/$name"
     names+=("$name")
   done
-  # Each build as it is, then under each of ENVS's settings; checked before any run starts.
-  local settings=("") setting
-  for setting in ${ENVS:-}; do
-    [[ "$setting" =~ ^[A-Z_][A-Z0-9_]*=[^,=]*(,[A-Z_][A-Z0-9_]*=[^,=]*)*$ ]] ||
-      die "ENVS: '$setting' is not VAR=VALUE[,VAR=VALUE]"
-    settings+=("$setting")
-  done
   echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>&1 | head -1); builds: ${names[*]}; settings: ${ENVS:-none}; rounds: $rounds"
   local r logs=()
   for ((r = 1; r <= rounds; r++)); do
     for name in "${names[@]}"; do
+      local plugin_path=()
+      [ "$name" = main ] || plugin_path=("DELTAKERN_PLUGIN_PATH=$work/plugins/$name")
       for setting in "${settings[@]}"; do
-        local label="$name" log plugin_path=() envs=()
+        local label="$name" log envs=()
         if [ -n "$setting" ]; then
           label="$name@${setting//DELTAKERN_NATIVE_/}"
           IFS=, read -ra envs <<<"$setting"
         fi
         log="$work/logs/$label.r$r.log"
-        [ "$name" = main ] || plugin_path=("DELTAKERN_PLUGIN_PATH=$work/plugins/$name")
         env "${plugin_path[@]}" "${envs[@]}" timeout 300 "$carry/bin/bench_gpu" "${args[@]}" >"$log" 2>&1
         echo "$label round $r: rc $?"
         logs+=("$log")
